@@ -1,0 +1,219 @@
+//! Owned, typed, row-major buffers: the inputs and outputs of the reference evaluator (and of
+//! every later rung's tests). The last index is contiguous, as in numpy and ndarray.
+
+use crate::dtype::Dtype;
+use crate::value::Value;
+
+/// The elements of a buffer, one vector per element type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Data {
+    Bool(Vec<bool>),
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    I8(Vec<i8>),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+/// A row-major n-dimensional array of one element type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Buffer {
+    shape: Vec<usize>,
+    data: Data,
+}
+
+/// A Rust type that is an element type of the language.
+pub trait Element: Copy + 'static {
+    const DTYPE: Dtype;
+    fn into_data(values: Vec<Self>) -> Data;
+    fn slice(data: &Data) -> Option<&[Self]>;
+}
+
+macro_rules! element {
+    ($t:ty, $variant:ident) => {
+        impl Element for $t {
+            const DTYPE: Dtype = Dtype::$variant;
+            fn into_data(values: Vec<Self>) -> Data {
+                Data::$variant(values)
+            }
+            fn slice(data: &Data) -> Option<&[Self]> {
+                match data {
+                    Data::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+element!(bool, Bool);
+element!(u8, U8);
+element!(u16, U16);
+element!(u32, U32);
+element!(i8, I8);
+element!(i16, I16);
+element!(i32, I32);
+element!(i64, I64);
+element!(f32, F32);
+element!(f64, F64);
+
+/// Runs `$body` with `$v` bound to the vector inside any `Data`.
+macro_rules! with_vec {
+    ($data:expr, |$v:ident| $body:expr) => {
+        match $data {
+            Data::Bool($v) => $body,
+            Data::U8($v) => $body,
+            Data::U16($v) => $body,
+            Data::U32($v) => $body,
+            Data::I8($v) => $body,
+            Data::I16($v) => $body,
+            Data::I32($v) => $body,
+            Data::I64($v) => $body,
+            Data::F32($v) => $body,
+            Data::F64($v) => $body,
+        }
+    };
+}
+
+/// A buffer was built from a vector whose length is not the product of the shape.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("a buffer of shape {shape:?} needs {expected} elements, found {found}")]
+pub struct ShapeError {
+    pub shape: Vec<usize>,
+    pub expected: usize,
+    pub found: usize,
+}
+
+impl Buffer {
+    /// A buffer of `shape` filled with zeros (`false`).
+    pub fn zeros(dtype: Dtype, shape: &[usize]) -> Buffer {
+        let n = shape.iter().product();
+        let data = match dtype {
+            Dtype::Bool => Data::Bool(vec![false; n]),
+            Dtype::U8 => Data::U8(vec![0; n]),
+            Dtype::U16 => Data::U16(vec![0; n]),
+            Dtype::U32 => Data::U32(vec![0; n]),
+            Dtype::I8 => Data::I8(vec![0; n]),
+            Dtype::I16 => Data::I16(vec![0; n]),
+            Dtype::I32 => Data::I32(vec![0; n]),
+            Dtype::I64 => Data::I64(vec![0; n]),
+            Dtype::F32 => Data::F32(vec![0.0; n]),
+            Dtype::F64 => Data::F64(vec![0.0; n]),
+        };
+        Buffer {
+            shape: shape.to_vec(),
+            data,
+        }
+    }
+
+    /// A buffer holding `values` in row-major order.
+    pub fn from_vec<T: Element>(shape: &[usize], values: Vec<T>) -> Result<Buffer, ShapeError> {
+        let expected: usize = shape.iter().product();
+        if values.len() != expected {
+            return Err(ShapeError {
+                shape: shape.to_vec(),
+                expected,
+                found: values.len(),
+            });
+        }
+        Ok(Buffer {
+            shape: shape.to_vec(),
+            data: T::into_data(values),
+        })
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    pub fn dtype(&self) -> Dtype {
+        match &self.data {
+            Data::Bool(_) => Dtype::Bool,
+            Data::U8(_) => Dtype::U8,
+            Data::U16(_) => Dtype::U16,
+            Data::U32(_) => Dtype::U32,
+            Data::I8(_) => Dtype::I8,
+            Data::I16(_) => Dtype::I16,
+            Data::I32(_) => Dtype::I32,
+            Data::I64(_) => Dtype::I64,
+            Data::F32(_) => Dtype::F32,
+            Data::F64(_) => Dtype::F64,
+        }
+    }
+
+    pub fn data(&self) -> &Data {
+        &self.data
+    }
+
+    /// The elements as a slice of `T`, if `T` is the buffer's element type.
+    pub fn as_slice<T: Element>(&self) -> Option<&[T]> {
+        T::slice(&self.data)
+    }
+
+    pub fn len(&self) -> usize {
+        with_vec!(&self.data, |v| v.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The flat offset of a multi-index, if it is inside the buffer.
+    pub fn offset(&self, index: &[i64]) -> Option<usize> {
+        if index.len() != self.shape.len() {
+            return None;
+        }
+        let mut offset = 0usize;
+        for (&i, &extent) in index.iter().zip(&self.shape) {
+            let i = usize::try_from(i).ok().filter(|&i| i < extent)?;
+            offset = offset * extent + i;
+        }
+        Some(offset)
+    }
+
+    /// The element at flat offset `i`.
+    pub fn get_flat(&self, i: usize) -> Option<Value> {
+        Some(match &self.data {
+            Data::Bool(v) => Value::Bool(*v.get(i)?),
+            Data::U8(v) => Value::U8(*v.get(i)?),
+            Data::U16(v) => Value::U16(*v.get(i)?),
+            Data::U32(v) => Value::U32(*v.get(i)?),
+            Data::I8(v) => Value::I8(*v.get(i)?),
+            Data::I16(v) => Value::I16(*v.get(i)?),
+            Data::I32(v) => Value::I32(*v.get(i)?),
+            Data::I64(v) => Value::I64(*v.get(i)?),
+            Data::F32(v) => Value::F32(*v.get(i)?),
+            Data::F64(v) => Value::F64(*v.get(i)?),
+        })
+    }
+
+    /// The element at a multi-index, if it is inside the buffer.
+    pub fn get(&self, index: &[i64]) -> Option<Value> {
+        self.get_flat(self.offset(index)?)
+    }
+
+    /// Stores `value` (cast to the buffer's type) at flat offset `i`; false if out of range.
+    pub fn set_flat(&mut self, i: usize, value: Value) -> bool {
+        if i >= self.len() {
+            return false;
+        }
+        let value = value.cast(self.dtype());
+        match (&mut self.data, value) {
+            (Data::Bool(v), Value::Bool(x)) => v[i] = x,
+            (Data::U8(v), Value::U8(x)) => v[i] = x,
+            (Data::U16(v), Value::U16(x)) => v[i] = x,
+            (Data::U32(v), Value::U32(x)) => v[i] = x,
+            (Data::I8(v), Value::I8(x)) => v[i] = x,
+            (Data::I16(v), Value::I16(x)) => v[i] = x,
+            (Data::I32(v), Value::I32(x)) => v[i] = x,
+            (Data::I64(v), Value::I64(x)) => v[i] = x,
+            (Data::F32(v), Value::F32(x)) => v[i] = x,
+            (Data::F64(v), Value::F64(x)) => v[i] = x,
+            _ => return false,
+        }
+        true
+    }
+}

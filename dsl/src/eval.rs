@@ -1,0 +1,804 @@
+//! The reference evaluator: computes a kernel's output straight from its definitions. Slow on
+//! purpose and simple on purpose: every function is computed over the whole region its consumers
+//! need (found by `bounds`), point by point in row-major order, then its updates run in order,
+//! pure variables outside reduction variables. It is the oracle every schedule is checked against.
+//!
+//! Reads of an input outside its extents follow its boundary condition; without one, such a read
+//! is an `EvalError::OutOfBounds`, never undefined. `select` evaluates only the branch it picks.
+
+use crate::bounds::{bounds, Interval};
+use crate::buffer::Buffer;
+use crate::dtype::Dtype;
+use crate::ir::*;
+use crate::value::{BinOp, OpError, Value};
+use std::collections::{BTreeMap, HashMap};
+
+/// The most elements the evaluator computes for one function.
+pub const MAX_REGION_ELEMENTS: u64 = 1 << 26;
+
+/// Buffer inputs and scalar parameters of one evaluation, by name.
+#[derive(Clone, Debug, Default)]
+pub struct Args {
+    pub buffers: BTreeMap<String, Buffer>,
+    pub scalars: BTreeMap<String, Value>,
+}
+
+impl Args {
+    pub fn new() -> Args {
+        Args::default()
+    }
+
+    pub fn buffer(mut self, name: &str, buffer: Buffer) -> Args {
+        self.buffers.insert(name.to_string(), buffer);
+        self
+    }
+
+    pub fn scalar(mut self, name: &str, value: Value) -> Args {
+        self.scalars.insert(name.to_string(), value);
+        self
+    }
+}
+
+/// Why a kernel could not be evaluated on the given arguments.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum EvalError {
+    #[error("missing input `{0}`")]
+    MissingInput(String),
+    #[error("`{0}` is not an input of this kernel")]
+    UnknownArgument(String),
+    #[error("input `{name}` should be {expected}, found {actual}")]
+    WrongType {
+        name: String,
+        expected: Dtype,
+        actual: Dtype,
+    },
+    #[error("input `{name}` should have shape {expected}, found {actual:?}")]
+    WrongShape {
+        name: String,
+        expected: String,
+        actual: Vec<usize>,
+    },
+    #[error("size `{size}` is {first} from `{first_input}` but {second} from `{second_input}`")]
+    SizeConflict {
+        size: String,
+        first: i64,
+        first_input: String,
+        second: i64,
+        second_input: String,
+    },
+    #[error("output `{output}` has a negative extent {value} in dimension {dim}")]
+    NegativeExtent {
+        output: String,
+        dim: usize,
+        value: i64,
+    },
+    #[error("the region of `{func}` needed is too large to compute ({elements} elements, dimension {dim} spans {lo}..={hi}); bound data-dependent indices with clamp()")]
+    RegionTooLarge {
+        func: String,
+        elements: u64,
+        dim: usize,
+        lo: i64,
+        hi: i64,
+    },
+    #[error("input `{input}` read at {index:?}, outside its shape {shape:?}, and it has no boundary condition")]
+    OutOfBounds {
+        input: String,
+        index: Vec<i64>,
+        shape: Vec<usize>,
+    },
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<OpError> for EvalError {
+    fn from(e: OpError) -> EvalError {
+        EvalError::Internal(e.to_string())
+    }
+}
+
+type EResult<T> = Result<T, EvalError>;
+
+/// Computes the output of `pipeline` on `args`. Sizes are read off the input buffers' shapes.
+pub fn evaluate(pipeline: &Pipeline, args: &Args) -> EResult<Buffer> {
+    let sizes = bind_sizes(pipeline, args)?;
+    check_scalars(pipeline, args)?;
+    let mut evaluator = Evaluator {
+        pipeline,
+        args,
+        sizes,
+        realized: HashMap::new(),
+    };
+    let extents = evaluator.output_extents()?;
+    let regions = evaluator.regions(&extents)?;
+    for func in pipeline.topo_order() {
+        if let Some(region) = regions.get(&func.name) {
+            evaluator.realize(func, region)?;
+        }
+    }
+    evaluator.output(&extents)
+}
+
+/// Binds every size variable from the input buffers, checking types, ranks and agreement.
+fn bind_sizes(pipeline: &Pipeline, args: &Args) -> EResult<BTreeMap<String, i64>> {
+    if let Some(name) = args.buffers.keys().find(|n| pipeline.input(n).is_none()) {
+        return Err(EvalError::UnknownArgument(name.clone()));
+    }
+    let mut sizes: BTreeMap<String, (i64, String)> = BTreeMap::new();
+    for input in &pipeline.inputs {
+        let InputKind::Buffer { shape, .. } = &input.kind else {
+            continue;
+        };
+        let buffer = args
+            .buffers
+            .get(&input.name)
+            .ok_or_else(|| EvalError::MissingInput(input.name.clone()))?;
+        if buffer.dtype() != input.dtype {
+            return Err(EvalError::WrongType {
+                name: input.name.clone(),
+                expected: input.dtype,
+                actual: buffer.dtype(),
+            });
+        }
+        let wrong_shape = |sizes: &BTreeMap<String, (i64, String)>| EvalError::WrongShape {
+            name: input.name.clone(),
+            expected: describe_shape(shape, sizes),
+            actual: buffer.shape().to_vec(),
+        };
+        if buffer.shape().len() != shape.len() {
+            return Err(wrong_shape(&sizes));
+        }
+        for (extent, &actual) in shape.iter().zip(buffer.shape()) {
+            let actual = actual as i64;
+            match extent {
+                Extent::Const(c) if *c != actual => return Err(wrong_shape(&sizes)),
+                Extent::Const(_) => {}
+                Extent::Size(size) => match sizes.get(size) {
+                    Some((first, first_input)) if *first != actual => {
+                        return Err(EvalError::SizeConflict {
+                            size: size.clone(),
+                            first: *first,
+                            first_input: first_input.clone(),
+                            second: actual,
+                            second_input: input.name.clone(),
+                        })
+                    }
+                    Some(_) => {}
+                    None => {
+                        sizes.insert(size.clone(), (actual, input.name.clone()));
+                    }
+                },
+            }
+        }
+    }
+    Ok(sizes.into_iter().map(|(k, (v, _))| (k, v)).collect())
+}
+
+fn describe_shape(shape: &[Extent], sizes: &BTreeMap<String, (i64, String)>) -> String {
+    let parts: Vec<String> = shape
+        .iter()
+        .map(|e| match e {
+            Extent::Const(c) => c.to_string(),
+            Extent::Size(s) => match sizes.get(s) {
+                Some((v, _)) => format!("{s}={v}"),
+                None => s.clone(),
+            },
+        })
+        .collect();
+    format!("[{}]", parts.join(", "))
+}
+
+fn check_scalars(pipeline: &Pipeline, args: &Args) -> EResult<()> {
+    if let Some(name) = args.scalars.keys().find(|n| pipeline.input(n).is_none()) {
+        return Err(EvalError::UnknownArgument(name.clone()));
+    }
+    for input in pipeline
+        .inputs
+        .iter()
+        .filter(|i| i.kind == InputKind::Scalar)
+    {
+        let value = args
+            .scalars
+            .get(&input.name)
+            .ok_or_else(|| EvalError::MissingInput(input.name.clone()))?;
+        if value.dtype() != input.dtype {
+            return Err(EvalError::WrongType {
+                name: input.name.clone(),
+                expected: input.dtype,
+                actual: value.dtype(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A function computed over a box: `values` in row-major order over `region`.
+struct Realized {
+    region: Vec<Interval>,
+    values: Vec<Value>,
+}
+
+impl Realized {
+    fn offset(&self, index: &[i64]) -> Option<usize> {
+        let mut offset = 0usize;
+        for (&i, dim) in index.iter().zip(&self.region) {
+            if i < dim.lo || i > dim.hi {
+                return None;
+            }
+            offset = offset * dim.len() as usize + (i - dim.lo) as usize;
+        }
+        Some(offset)
+    }
+}
+
+/// Variable bindings in scope: `(name, value)`, innermost last.
+type Scope<'a> = Vec<(&'a str, i64)>;
+
+struct Evaluator<'a> {
+    pipeline: &'a Pipeline,
+    args: &'a Args,
+    sizes: BTreeMap<String, i64>,
+    realized: HashMap<String, Realized>,
+}
+
+impl<'a> Evaluator<'a> {
+    /// Evaluates an expression of sizes and constants.
+    fn size_expr(&self, e: &'a Expr) -> EResult<i64> {
+        let value = self.eval(e, &mut Vec::new())?;
+        value
+            .as_i64()
+            .ok_or_else(|| EvalError::Internal(format!("`{e}` is not an integer")))
+    }
+
+    fn output_extents(&self) -> EResult<Vec<i64>> {
+        let output = &self.pipeline.output;
+        let mut extents = Vec::new();
+        for (dim, e) in output.extents.iter().enumerate() {
+            let value = self.size_expr(e)?;
+            if value < 0 {
+                return Err(EvalError::NegativeExtent {
+                    output: output.name.clone(),
+                    dim,
+                    value,
+                });
+            }
+            extents.push(value);
+        }
+        Ok(extents)
+    }
+
+    /// The interval of a reduction variable's domain.
+    fn rvar_interval(&self, rvar: &'a RVar) -> EResult<Interval> {
+        let lo = self.size_expr(&rvar.lo)?;
+        let hi = self.size_expr(&rvar.hi)?;
+        Ok(Interval::new(lo, hi.saturating_sub(1)))
+    }
+
+    /// The region to compute of every function the output needs, consumers before producers.
+    fn regions(&self, extents: &[i64]) -> EResult<HashMap<String, Vec<Interval>>> {
+        let mut required: HashMap<String, Vec<Interval>> = HashMap::new();
+        let out_region = extents.iter().map(|&e| Interval::new(0, e - 1)).collect();
+        required.insert(self.pipeline.output.name.clone(), out_region);
+        let mut regions = HashMap::new();
+        for func in self.pipeline.topo_order().into_iter().rev() {
+            let Some(needed) = required.get(&func.name).cloned() else {
+                continue;
+            };
+            let region = self.region_with_updates(func, needed)?;
+            for (callee, boxes) in self.calls_of(func, &region)? {
+                let entry = required
+                    .entry(callee)
+                    .or_insert_with(|| vec![Interval::EMPTY; boxes.len()]);
+                for (dim, b) in entry.iter_mut().zip(boxes) {
+                    *dim = dim.union(b);
+                }
+            }
+            regions.insert(func.name.clone(), region);
+        }
+        Ok(regions)
+    }
+
+    /// Grows a function's region to hold what its updates write and read of it, then checks it
+    /// is small enough to compute.
+    fn region_with_updates(
+        &self,
+        func: &'a Func,
+        mut region: Vec<Interval>,
+    ) -> EResult<Vec<Interval>> {
+        for _ in 0..8 {
+            let mut grown = region.clone();
+            for update in &func.updates {
+                for boxes in self.update_touches(func, update, &region)? {
+                    for (dim, b) in grown.iter_mut().zip(boxes) {
+                        *dim = dim.union(b);
+                    }
+                }
+            }
+            if grown == region {
+                break;
+            }
+            region = grown;
+        }
+        check_region_size(&func.name, &region)?;
+        Ok(region)
+    }
+
+    /// Boxes of `func` that one update writes (its targets) and reads (calls to `func`).
+    fn update_touches(
+        &self,
+        func: &'a Func,
+        update: &'a Update,
+        region: &[Interval],
+    ) -> EResult<Vec<Vec<Interval>>> {
+        let mut env = self.update_intervals(func, update, region)?;
+        let lookup = |env: &Vec<(String, Interval)>, e: &Expr| self.interval_of(env, e);
+        let target = update
+            .args
+            .iter()
+            .map(|a| bounds(a, &|e| lookup(&env, e)))
+            .collect();
+        let mut touched = vec![target];
+        let mut calls = Vec::new();
+        self.collect_calls(&update.value, &mut env, &mut calls)?;
+        touched.extend(
+            calls
+                .into_iter()
+                .filter(|(n, _)| n == &func.name)
+                .map(|(_, b)| b),
+        );
+        Ok(touched)
+    }
+
+    /// Intervals of an update's variables: pure ones over the region, reduction ones over
+    /// their domains.
+    fn update_intervals(
+        &self,
+        func: &'a Func,
+        update: &'a Update,
+        region: &[Interval],
+    ) -> EResult<Vec<(String, Interval)>> {
+        let mut env: Vec<(String, Interval)> = func
+            .vars
+            .iter()
+            .zip(region)
+            .map(|(v, r)| (v.clone(), *r))
+            .collect();
+        for rvar in &update.rvars {
+            env.push((rvar.name.clone(), self.rvar_interval(rvar)?));
+        }
+        Ok(env)
+    }
+
+    fn interval_of(&self, env: &[(String, Interval)], e: &Expr) -> Option<Interval> {
+        match e {
+            Expr::Var(name) | Expr::RVar(name) => {
+                env.iter().rev().find(|(n, _)| n == name).map(|(_, i)| *i)
+            }
+            Expr::Size(name) => self.sizes.get(name).map(|&v| Interval::point(v)),
+            _ => None,
+        }
+    }
+
+    /// Every call to another function from `func`'s definitions, with the box it reads.
+    fn calls_of(
+        &self,
+        func: &'a Func,
+        region: &[Interval],
+    ) -> EResult<Vec<(String, Vec<Interval>)>> {
+        let mut calls = Vec::new();
+        let mut env: Vec<(String, Interval)> = func
+            .vars
+            .iter()
+            .cloned()
+            .zip(region.iter().copied())
+            .collect();
+        self.collect_calls(&func.value, &mut env, &mut calls)?;
+        for update in &func.updates {
+            let mut env = self.update_intervals(func, update, region)?;
+            for arg in &update.args {
+                self.collect_calls(arg, &mut env, &mut calls)?;
+            }
+            self.collect_calls(&update.value, &mut env, &mut calls)?;
+        }
+        calls.retain(|(name, _)| name != &func.name);
+        Ok(calls)
+    }
+
+    /// Calls to functions inside `e`, with the box of each, given variable intervals `env`.
+    fn collect_calls(
+        &self,
+        e: &'a Expr,
+        env: &mut Vec<(String, Interval)>,
+        out: &mut Vec<(String, Vec<Interval>)>,
+    ) -> EResult<()> {
+        match e {
+            Expr::Call(call) => {
+                if call.target == CallTarget::Func {
+                    let b = call
+                        .args
+                        .iter()
+                        .map(|a| bounds(a, &|x| self.interval_of(env, x)))
+                        .collect();
+                    out.push((call.name.clone(), b));
+                }
+                for arg in &call.args {
+                    self.collect_calls(arg, env, out)?;
+                }
+            }
+            Expr::Reduce(r) => {
+                let scope = env.len();
+                for rvar in &r.rvars {
+                    env.push((rvar.name.clone(), self.rvar_interval(rvar)?));
+                }
+                self.collect_calls(&r.body, env, out)?;
+                env.truncate(scope);
+            }
+            Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => self.collect_calls(a, env, out)?,
+            Expr::Binary(_, a, b) => {
+                self.collect_calls(a, env, out)?;
+                self.collect_calls(b, env, out)?;
+            }
+            Expr::Select(c, t, f) => {
+                for x in [c, t, f] {
+                    self.collect_calls(x, env, out)?;
+                }
+            }
+            Expr::Intrinsic(_, args) => {
+                for a in args {
+                    self.collect_calls(a, env, out)?;
+                }
+            }
+            Expr::Const(_) | Expr::Var(_) | Expr::RVar(_) | Expr::Size(_) | Expr::Param(..) => {}
+        }
+        Ok(())
+    }
+
+    /// Computes `func` over `region`: the pure definition at every point, then each update.
+    fn realize(&mut self, func: &'a Func, region: &[Interval]) -> EResult<()> {
+        let extents: Vec<i64> = region.iter().map(|r| r.len() as i64).collect();
+        let mut values = Vec::with_capacity(extents.iter().product::<i64>().max(0) as usize);
+        let mut scope: Scope<'a> = Vec::new();
+        for_each_point(&extents, &mut |point| {
+            scope.clear();
+            for ((var, p), r) in func.vars.iter().zip(point).zip(region) {
+                scope.push((var, r.lo + p));
+            }
+            values.push(self.eval(&func.value, &mut scope)?);
+            Ok(())
+        })?;
+        self.realized.insert(
+            func.name.clone(),
+            Realized {
+                region: region.to_vec(),
+                values,
+            },
+        );
+        for update in &func.updates {
+            self.run_update(func, update, region)?;
+        }
+        Ok(())
+    }
+
+    /// Runs one update: pure variables (those bare in the target) outermost, then the reduction
+    /// variables in declaration order.
+    fn run_update(
+        &mut self,
+        func: &'a Func,
+        update: &'a Update,
+        region: &[Interval],
+    ) -> EResult<()> {
+        let mut loops: Vec<(&'a str, Interval)> = Vec::new();
+        for ((var, arg), r) in func.vars.iter().zip(&update.args).zip(region) {
+            if matches!(arg, Expr::Var(v) if v == var) {
+                loops.push((var, *r));
+            }
+        }
+        for rvar in &update.rvars {
+            loops.push((&rvar.name, self.rvar_interval(rvar)?));
+        }
+        let extents: Vec<i64> = loops.iter().map(|(_, r)| r.len() as i64).collect();
+        let mut scope: Scope<'a> = Vec::new();
+        for_each_point(&extents, &mut |point| {
+            scope.clear();
+            for ((name, r), p) in loops.iter().zip(point) {
+                scope.push((name, r.lo + p));
+            }
+            self.update_point(func, update, &mut scope)
+        })
+    }
+
+    fn update_point(
+        &mut self,
+        func: &'a Func,
+        update: &'a Update,
+        scope: &mut Scope<'a>,
+    ) -> EResult<()> {
+        let mut index = Vec::with_capacity(update.args.len());
+        for arg in &update.args {
+            index.push(self.index_value(arg, scope)?);
+        }
+        let value = self.eval(&update.value, scope)?;
+        let realized = self
+            .realized
+            .get_mut(&func.name)
+            .ok_or_else(|| EvalError::Internal(format!("`{}` is not realized", func.name)))?;
+        let offset = realized.offset(&index).ok_or_else(|| {
+            EvalError::Internal(format!(
+                "update of `{}` writes {index:?}, outside its region",
+                func.name
+            ))
+        })?;
+        let slot = &mut realized.values[offset];
+        *slot = match update.op.combiner() {
+            None => value,
+            Some(op) => Value::binary(op, *slot, value)?,
+        };
+        Ok(())
+    }
+
+    fn output(&self, extents: &[i64]) -> EResult<Buffer> {
+        let output = &self.pipeline.output;
+        let realized = self
+            .realized
+            .get(&output.name)
+            .ok_or_else(|| EvalError::Internal("the output was not computed".into()))?;
+        let shape: Vec<usize> = extents.iter().map(|&e| e as usize).collect();
+        let mut buffer = Buffer::zeros(output.dtype, &shape);
+        let mut flat = 0;
+        for_each_point(extents, &mut |point| {
+            let value = realized
+                .offset(point)
+                .map(|o| realized.values[o])
+                .ok_or_else(|| EvalError::Internal("the output region is too small".into()))?;
+            buffer.set_flat(flat, value);
+            flat += 1;
+            Ok(())
+        })?;
+        Ok(buffer)
+    }
+
+    fn index_value(&self, e: &'a Expr, scope: &mut Scope<'a>) -> EResult<i64> {
+        let v = self.eval(e, scope)?;
+        v.as_i64()
+            .ok_or_else(|| EvalError::Internal(format!("index `{e}` is not an integer")))
+    }
+
+    /// The value of `e` with the variables of `scope`.
+    fn eval(&self, e: &'a Expr, scope: &mut Scope<'a>) -> EResult<Value> {
+        Ok(match e {
+            Expr::Const(v) => *v,
+            Expr::Var(name) | Expr::RVar(name) => {
+                let found = scope.iter().rev().find(|(n, _)| n == name);
+                let (_, v) = found
+                    .ok_or_else(|| EvalError::Internal(format!("unbound variable `{name}`")))?;
+                Value::I32(*v as i32)
+            }
+            Expr::Size(name) => {
+                let v = self
+                    .sizes
+                    .get(name)
+                    .ok_or_else(|| EvalError::Internal(format!("unbound size `{name}`")))?;
+                Value::I32(*v as i32)
+            }
+            Expr::Param(name, _) => *self
+                .args
+                .scalars
+                .get(name)
+                .ok_or_else(|| EvalError::MissingInput(name.clone()))?,
+            Expr::Call(call) => self.call(call, scope)?,
+            Expr::Neg(a) => self.eval(a, scope)?.neg()?,
+            Expr::Not(a) => self.eval(a, scope)?.not()?,
+            Expr::Binary(op, a, b) => self.binary(*op, a, b, scope)?,
+            Expr::Select(c, t, f) => {
+                let pick = if self.eval(c, scope)? == Value::Bool(true) {
+                    t
+                } else {
+                    f
+                };
+                self.eval(pick, scope)?
+            }
+            Expr::Cast(to, a) => self.eval(a, scope)?.cast(*to),
+            Expr::Intrinsic(f, args) => self.intrinsic(*f, args, scope)?,
+            Expr::Reduce(r) => self.reduce(r, scope)?,
+        })
+    }
+
+    fn binary(&self, op: BinOp, a: &'a Expr, b: &'a Expr, scope: &mut Scope<'a>) -> EResult<Value> {
+        let a = self.eval(a, scope)?;
+        // `&&` and `||` short-circuit; both sides are pure, so this only saves work.
+        match (op, a) {
+            (BinOp::And, Value::Bool(false)) | (BinOp::Or, Value::Bool(true)) => return Ok(a),
+            _ => {}
+        }
+        let b = self.eval(b, scope)?;
+        Ok(Value::binary(op, a, b)?)
+    }
+
+    fn intrinsic(&self, f: Intrinsic, args: &'a [Expr], scope: &mut Scope<'a>) -> EResult<Value> {
+        let mut values = Vec::with_capacity(args.len());
+        for arg in args {
+            values.push(self.eval(arg, scope)?);
+        }
+        let unary =
+            |g32: fn(f32) -> f32, g64: fn(f64) -> f64| values[0].float_fn(f.name(), g32, g64);
+        Ok(match (f, values.as_slice()) {
+            (Intrinsic::Min, &[a, b]) => Value::min(a, b)?,
+            (Intrinsic::Max, &[a, b]) => Value::max(a, b)?,
+            (Intrinsic::Clamp, &[x, lo, hi]) => Value::min(Value::max(x, lo)?, hi)?,
+            (Intrinsic::Abs, &[a]) => a.abs()?,
+            (Intrinsic::Pow, &[a, b]) => Value::pow(a, b)?,
+            (Intrinsic::Floor, _) => unary(f32::floor, f64::floor)?,
+            (Intrinsic::Ceil, _) => unary(f32::ceil, f64::ceil)?,
+            (Intrinsic::Round, _) => unary(f32::round_ties_even, f64::round_ties_even)?,
+            (Intrinsic::Sqrt, _) => unary(f32::sqrt, f64::sqrt)?,
+            (Intrinsic::Exp, _) => unary(f32::exp, f64::exp)?,
+            (Intrinsic::Log, _) => unary(f32::ln, f64::ln)?,
+            (Intrinsic::Sin, _) => unary(f32::sin, f64::sin)?,
+            (Intrinsic::Cos, _) => unary(f32::cos, f64::cos)?,
+            (Intrinsic::Tanh, _) => unary(f32::tanh, f64::tanh)?,
+            _ => {
+                return Err(EvalError::Internal(format!(
+                    "`{}` with {} arguments",
+                    f.name(),
+                    args.len()
+                )))
+            }
+        })
+    }
+
+    /// An inline reduction: fold the body over the domain, first variable outermost.
+    fn reduce(&self, r: &'a Reduce, scope: &mut Scope<'a>) -> EResult<Value> {
+        let dtype = r.body.dtype();
+        let mut acc = match r.op {
+            ReduceOp::Sum => Value::zero(dtype),
+            ReduceOp::Prod => Value::I64(1).cast(dtype),
+            ReduceOp::Max => Value::lowest(dtype),
+            ReduceOp::Min => Value::highest(dtype),
+        };
+        let mut domain = Vec::new();
+        for rvar in &r.rvars {
+            domain.push(self.rvar_interval(rvar)?);
+        }
+        let extents: Vec<i64> = domain.iter().map(|d| d.len() as i64).collect();
+        let base = scope.len();
+        let names: Vec<&'a str> = r.rvars.iter().map(|v| v.name.as_str()).collect();
+        for_each_point(&extents, &mut |point| {
+            scope.truncate(base);
+            for ((name, d), p) in names.iter().zip(&domain).zip(point) {
+                scope.push((name, d.lo + p));
+            }
+            let v = self.eval(&r.body, scope)?;
+            acc = match r.op {
+                ReduceOp::Sum => Value::binary(BinOp::Add, acc, v)?,
+                ReduceOp::Prod => Value::binary(BinOp::Mul, acc, v)?,
+                ReduceOp::Max => Value::max(acc, v)?,
+                ReduceOp::Min => Value::min(acc, v)?,
+            };
+            Ok(())
+        })?;
+        scope.truncate(base);
+        Ok(acc)
+    }
+
+    fn call(&self, call: &'a Call, scope: &mut Scope<'a>) -> EResult<Value> {
+        let mut index = Vec::with_capacity(call.args.len());
+        for arg in &call.args {
+            index.push(self.index_value(arg, scope)?);
+        }
+        match call.target {
+            CallTarget::Func => {
+                let realized = self.realized.get(&call.name).ok_or_else(|| {
+                    EvalError::Internal(format!("`{}` read before it was computed", call.name))
+                })?;
+                let offset = realized.offset(&index).ok_or_else(|| {
+                    EvalError::Internal(format!(
+                        "`{}` read at {index:?}, outside its computed region",
+                        call.name
+                    ))
+                })?;
+                Ok(realized.values[offset])
+            }
+            CallTarget::Input => self.read_input(&call.name, index),
+        }
+    }
+
+    fn read_input(&self, name: &str, mut index: Vec<i64>) -> EResult<Value> {
+        let buffer = self
+            .args
+            .buffers
+            .get(name)
+            .ok_or_else(|| EvalError::MissingInput(name.to_string()))?;
+        let boundary = match self.pipeline.input(name).map(|i| &i.kind) {
+            Some(InputKind::Buffer { boundary, .. }) => boundary.as_ref(),
+            _ => None,
+        };
+        let inside = |index: &[i64]| buffer.get(index);
+        if let Some(v) = inside(&index) {
+            return Ok(v);
+        }
+        let out_of_bounds = |index: Vec<i64>| EvalError::OutOfBounds {
+            input: name.to_string(),
+            index,
+            shape: buffer.shape().to_vec(),
+        };
+        match boundary {
+            None => Err(out_of_bounds(index)),
+            Some(Boundary::Constant(v)) => Ok(*v),
+            Some(b) => {
+                for (i, &extent) in index.iter_mut().zip(buffer.shape()) {
+                    *i = apply_boundary(b, *i, extent as i64);
+                }
+                inside(&index).ok_or_else(|| out_of_bounds(index))
+            }
+        }
+    }
+}
+
+/// Where a read at `i` of a dimension of `extent` lands under a reflecting or clamping boundary.
+fn apply_boundary(b: &Boundary, i: i64, extent: i64) -> i64 {
+    if extent <= 0 {
+        return i;
+    }
+    match b {
+        Boundary::ClampEdge => i.clamp(0, extent - 1),
+        Boundary::Mirror => {
+            let m = i.rem_euclid(2 * extent);
+            if m >= extent {
+                2 * extent - 1 - m
+            } else {
+                m
+            }
+        }
+        Boundary::MirrorInterior if extent == 1 => 0,
+        Boundary::MirrorInterior => {
+            let period = 2 * extent - 2;
+            let m = i.rem_euclid(period);
+            if m >= extent {
+                period - m
+            } else {
+                m
+            }
+        }
+        Boundary::Constant(_) => i,
+    }
+}
+
+fn check_region_size(func: &str, region: &[Interval]) -> EResult<()> {
+    let mut elements: u64 = 1;
+    for (dim, r) in region.iter().enumerate() {
+        elements = elements.saturating_mul(r.len());
+        if r.len() > MAX_REGION_ELEMENTS || elements > MAX_REGION_ELEMENTS {
+            return Err(EvalError::RegionTooLarge {
+                func: func.to_string(),
+                elements,
+                dim,
+                lo: r.lo,
+                hi: r.hi,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Calls `visit` with every point of `0..extents[0] x 0..extents[1] x ...`, the last dimension
+/// fastest. Nothing is visited if any extent is 0 or less; a zero-dimensional box has one point.
+fn for_each_point(extents: &[i64], visit: &mut dyn FnMut(&[i64]) -> EResult<()>) -> EResult<()> {
+    if extents.iter().any(|&e| e <= 0) {
+        return Ok(());
+    }
+    let mut point = vec![0i64; extents.len()];
+    loop {
+        visit(&point)?;
+        let mut dim = extents.len();
+        loop {
+            if dim == 0 {
+                return Ok(());
+            }
+            dim -= 1;
+            point[dim] += 1;
+            if point[dim] < extents[dim] {
+                break;
+            }
+            point[dim] = 0;
+        }
+    }
+}

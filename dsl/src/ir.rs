@@ -1,0 +1,426 @@
+//! The Pipeline: strata's high rung. A kernel as typed pure functions over index variables, each
+//! with a pure definition and optional update definitions, in value semantics: a definition says
+//! what a value is, never when or where it is stored. Names are resolved and every expression has
+//! a known type. Schedules never appear here.
+
+use crate::dtype::Dtype;
+use crate::value::{BinOp, Value};
+
+/// One kernel: its inputs, its output and the functions that compute it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pipeline {
+    pub name: String,
+    /// Buffer and scalar inputs, in the order the signature declares them.
+    pub inputs: Vec<Input>,
+    pub output: Output,
+    /// Every function, in the order of their first definition; the output is one of them.
+    pub funcs: Vec<Func>,
+}
+
+/// A kernel argument.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Input {
+    pub name: String,
+    pub dtype: Dtype,
+    pub kind: InputKind,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum InputKind {
+    /// A row-major buffer (last index contiguous); reads outside it follow the boundary condition.
+    Buffer {
+        shape: Vec<Extent>,
+        boundary: Option<Boundary>,
+    },
+    /// A scalar parameter such as `alpha: f32`.
+    Scalar,
+}
+
+/// An input buffer's extent: a size variable, bound when the kernel is called, or a constant.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Extent {
+    Size(String),
+    Const(i64),
+}
+
+/// What reading an input outside its extents gives (Halide's `BoundaryConditions`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Boundary {
+    /// Each index is clamped into `0..extent` (`repeat_edge`).
+    ClampEdge,
+    /// Any index outside gives this value (`constant_exterior`).
+    Constant(Value),
+    /// Reflection that repeats the edge: `.. 1 0 | 0 1 .. n-1 | n-1 n-2 ..` (`mirror_image`).
+    Mirror,
+    /// Reflection about the edge element: `.. 2 1 | 0 1 .. n-1 | n-2 ..` (`mirror_interior`).
+    MirrorInterior,
+}
+
+/// The kernel's result: the function it names, its type and extents (expressions of sizes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Output {
+    pub name: String,
+    pub dtype: Dtype,
+    pub extents: Vec<Expr>,
+}
+
+/// A function `name(vars) = value`, then its updates in order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Func {
+    pub name: String,
+    pub dtype: Dtype,
+    /// The pure variables, outermost first (the last one is innermost by default).
+    pub vars: Vec<String>,
+    pub value: Expr,
+    pub updates: Vec<Update>,
+}
+
+/// `for (rvars) name(args) op value;`: for every point of the reduction domain (and of the pure
+/// variables that appear bare in `args`), rewrite one element. Pure variables loop outside the
+/// reduction variables; reduction variables run in declaration order, the last innermost.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Update {
+    pub rvars: Vec<RVar>,
+    pub args: Vec<Expr>,
+    pub op: UpdateOp,
+    pub value: Expr,
+}
+
+/// How an update combines with the element it targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UpdateOp {
+    /// `f(args) = value` (`value` may read `f`).
+    Assign,
+    /// `f(args) += value`, meaning `f(args) = f(args) + value`.
+    Add,
+    /// `f(args) -= value`.
+    Sub,
+    /// `f(args) *= value`.
+    Mul,
+}
+
+impl UpdateOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            UpdateOp::Assign => "=",
+            UpdateOp::Add => "+=",
+            UpdateOp::Sub => "-=",
+            UpdateOp::Mul => "*=",
+        }
+    }
+
+    /// The binary operator an update applies between the old element and its value.
+    pub fn combiner(self) -> Option<BinOp> {
+        match self {
+            UpdateOp::Assign => None,
+            UpdateOp::Add => Some(BinOp::Add),
+            UpdateOp::Sub => Some(BinOp::Sub),
+            UpdateOp::Mul => Some(BinOp::Mul),
+        }
+    }
+}
+
+/// A reduction variable `name in lo..hi` (half open; empty when `hi <= lo`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RVar {
+    pub name: String,
+    pub lo: Expr,
+    pub hi: Expr,
+}
+
+/// A typed expression.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    Const(Value),
+    /// A pure variable of the enclosing definition (`i32`).
+    Var(String),
+    /// A reduction variable of an enclosing reduction or update (`i32`).
+    RVar(String),
+    /// A size variable (`i32`).
+    Size(String),
+    /// A scalar parameter.
+    Param(String, Dtype),
+    /// A read of a function or an input buffer at integer indices.
+    Call(Call),
+    Neg(Box<Expr>),
+    Not(Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    Select(Box<Expr>, Box<Expr>, Box<Expr>),
+    Cast(Dtype, Box<Expr>),
+    Intrinsic(Intrinsic, Vec<Expr>),
+    /// An inline reduction `sum(k in 0..K) body`.
+    Reduce(Reduce),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    pub target: CallTarget,
+    pub name: String,
+    pub args: Vec<Expr>,
+    pub dtype: Dtype,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallTarget {
+    Func,
+    Input,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reduce {
+    pub op: ReduceOp,
+    pub rvars: Vec<RVar>,
+    pub body: Box<Expr>,
+}
+
+/// Inline reductions; each starts from its identity (0, 1, the type's lowest or highest value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Sum,
+    Prod,
+    Max,
+    Min,
+}
+
+impl ReduceOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Prod => "prod",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ReduceOp> {
+        [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min]
+            .into_iter()
+            .find(|op| op.name() == name)
+    }
+}
+
+/// Built-in functions other than casts and `select`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Intrinsic {
+    Min,
+    Max,
+    Abs,
+    Clamp,
+    Floor,
+    Ceil,
+    Round,
+    Sqrt,
+    Exp,
+    Log,
+    Pow,
+    Sin,
+    Cos,
+    Tanh,
+}
+
+impl Intrinsic {
+    pub const ALL: [Intrinsic; 14] = [
+        Intrinsic::Min,
+        Intrinsic::Max,
+        Intrinsic::Abs,
+        Intrinsic::Clamp,
+        Intrinsic::Floor,
+        Intrinsic::Ceil,
+        Intrinsic::Round,
+        Intrinsic::Sqrt,
+        Intrinsic::Exp,
+        Intrinsic::Log,
+        Intrinsic::Pow,
+        Intrinsic::Sin,
+        Intrinsic::Cos,
+        Intrinsic::Tanh,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Intrinsic::Min => "min",
+            Intrinsic::Max => "max",
+            Intrinsic::Abs => "abs",
+            Intrinsic::Clamp => "clamp",
+            Intrinsic::Floor => "floor",
+            Intrinsic::Ceil => "ceil",
+            Intrinsic::Round => "round",
+            Intrinsic::Sqrt => "sqrt",
+            Intrinsic::Exp => "exp",
+            Intrinsic::Log => "log",
+            Intrinsic::Pow => "pow",
+            Intrinsic::Sin => "sin",
+            Intrinsic::Cos => "cos",
+            Intrinsic::Tanh => "tanh",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Intrinsic> {
+        Intrinsic::ALL.into_iter().find(|i| i.name() == name)
+    }
+
+    pub fn arity(self) -> usize {
+        match self {
+            Intrinsic::Min | Intrinsic::Max | Intrinsic::Pow => 2,
+            Intrinsic::Clamp => 3,
+            _ => 1,
+        }
+    }
+
+    /// Whether the function is only defined on floats.
+    pub fn needs_float(self) -> bool {
+        !matches!(
+            self,
+            Intrinsic::Min | Intrinsic::Max | Intrinsic::Abs | Intrinsic::Clamp
+        )
+    }
+}
+
+/// Every name a kernel may not use for its own functions, variables or inputs.
+pub fn is_reserved(name: &str) -> bool {
+    Dtype::from_name(name).is_some()
+        || Intrinsic::from_name(name).is_some()
+        || ReduceOp::from_name(name).is_some()
+        || matches!(
+            name,
+            "kernel" | "for" | "in" | "with" | "select" | "true" | "false"
+        )
+}
+
+impl Expr {
+    /// The expression's type.
+    pub fn dtype(&self) -> Dtype {
+        match self {
+            Expr::Const(v) => v.dtype(),
+            Expr::Var(_) | Expr::RVar(_) | Expr::Size(_) => Dtype::I32,
+            Expr::Param(_, t) | Expr::Cast(t, _) => *t,
+            Expr::Call(call) => call.dtype,
+            Expr::Neg(e) => e.dtype(),
+            Expr::Not(_) => Dtype::Bool,
+            Expr::Binary(op, a, _) => {
+                if op.is_comparison() || op.is_logical() {
+                    Dtype::Bool
+                } else {
+                    a.dtype()
+                }
+            }
+            Expr::Select(_, t, _) => t.dtype(),
+            Expr::Intrinsic(_, args) => args[0].dtype(),
+            Expr::Reduce(r) => r.body.dtype(),
+        }
+    }
+
+    pub fn binary(op: BinOp, a: Expr, b: Expr) -> Expr {
+        Expr::Binary(op, Box::new(a), Box::new(b))
+    }
+
+    /// Calls `visit` on this expression and every expression inside it, parents first.
+    pub fn for_each(&self, visit: &mut dyn FnMut(&Expr)) {
+        visit(self);
+        match self {
+            Expr::Const(_) | Expr::Var(_) | Expr::RVar(_) | Expr::Size(_) | Expr::Param(..) => {}
+            Expr::Call(call) => call.args.iter().for_each(|a| a.for_each(visit)),
+            Expr::Neg(e) | Expr::Not(e) | Expr::Cast(_, e) => e.for_each(visit),
+            Expr::Binary(_, a, b) => {
+                a.for_each(visit);
+                b.for_each(visit);
+            }
+            Expr::Select(c, t, f) => {
+                c.for_each(visit);
+                t.for_each(visit);
+                f.for_each(visit);
+            }
+            Expr::Intrinsic(_, args) => args.iter().for_each(|a| a.for_each(visit)),
+            Expr::Reduce(r) => {
+                for rv in &r.rvars {
+                    rv.lo.for_each(visit);
+                    rv.hi.for_each(visit);
+                }
+                r.body.for_each(visit);
+            }
+        }
+    }
+}
+
+impl Func {
+    /// Every expression of every definition: the pure value, then each update's bounds, targets
+    /// and value.
+    pub fn for_each_expr(&self, visit: &mut dyn FnMut(&Expr)) {
+        self.value.for_each(visit);
+        for update in &self.updates {
+            for rv in &update.rvars {
+                rv.lo.for_each(visit);
+                rv.hi.for_each(visit);
+            }
+            update.args.iter().for_each(|a| a.for_each(visit));
+            update.value.for_each(visit);
+        }
+    }
+
+    /// Names of the functions this one reads (itself included when an update reads it).
+    pub fn callees(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        self.for_each_expr(&mut |e| {
+            if let Expr::Call(call) = e {
+                if call.target == CallTarget::Func && !names.contains(&call.name) {
+                    names.push(call.name.clone());
+                }
+            }
+        });
+        names
+    }
+}
+
+impl Pipeline {
+    pub fn func(&self, name: &str) -> Option<&Func> {
+        self.funcs.iter().find(|f| f.name == name)
+    }
+
+    pub fn input(&self, name: &str) -> Option<&Input> {
+        self.inputs.iter().find(|i| i.name == name)
+    }
+
+    /// The output function (always present in a checked pipeline).
+    pub fn output_func(&self) -> Option<&Func> {
+        self.func(&self.output.name)
+    }
+
+    /// The size variables, in the order the inputs declare them.
+    pub fn size_vars(&self) -> Vec<String> {
+        let mut sizes: Vec<String> = Vec::new();
+        for input in &self.inputs {
+            if let InputKind::Buffer { shape, .. } = &input.kind {
+                for extent in shape {
+                    if let Extent::Size(name) = extent {
+                        if !sizes.contains(name) {
+                            sizes.push(name.clone());
+                        }
+                    }
+                }
+            }
+        }
+        sizes
+    }
+
+    /// Functions ordered so every producer comes before its consumers (the checker rejects
+    /// cycles, so this always exists); ties keep definition order.
+    pub fn topo_order(&self) -> Vec<&Func> {
+        let mut done: Vec<&str> = Vec::new();
+        while done.len() < self.funcs.len() {
+            let before = done.len();
+            for f in &self.funcs {
+                let ready = !done.contains(&f.name.as_str())
+                    && f.callees()
+                        .iter()
+                        .all(|c| c == &f.name || done.contains(&c.as_str()));
+                if ready {
+                    done.push(&f.name);
+                }
+            }
+            if done.len() == before {
+                break; // unreachable for a checked pipeline
+            }
+        }
+        done.iter().filter_map(|name| self.func(name)).collect()
+    }
+}

@@ -1,0 +1,67 @@
+//! strata-dsl: the high rung of strata.
+//!
+//! The kernel language (one grammar for `.strata` files and the `kernel!` macro), its type
+//! checker, the `Pipeline` IR it produces, the printer whose output parses back to the same
+//! Pipeline, the kernel's content hash, and the reference evaluator: the slow, obviously-correct
+//! oracle that every schedule of every kernel is checked against.
+//!
+//! ```
+//! let src = "kernel scale(X: f32[N]) -> Y: f32[N] { Y(i) = 2 * X(i); }";
+//! let kernel = strata_dsl::parse_kernel(src, "scale.strata").unwrap();
+//! assert_eq!(kernel.signature(), "kernel scale(X: f32[N]) -> Y: f32[N]");
+//! ```
+
+pub mod ast;
+pub mod bounds;
+pub mod buffer;
+pub mod check;
+pub mod diagnostic;
+pub mod dtype;
+pub mod eval;
+pub mod hash;
+pub mod ir;
+pub mod lexer;
+pub mod parser;
+pub mod print;
+pub mod value;
+
+pub use buffer::{Buffer, Data};
+pub use diagnostic::{Diagnostic, Span};
+pub use dtype::Dtype;
+pub use eval::{evaluate, Args, EvalError};
+pub use hash::KernelHash;
+pub use ir::*;
+pub use value::{BinOp, Value};
+
+/// Parses and checks every kernel in `source`; `file` names it in error messages.
+pub fn parse_kernels(source: &str, file: &str) -> Result<Vec<Pipeline>, Diagnostic> {
+    parse_and_check(source).map_err(|d| d.in_file(file, source))
+}
+
+fn parse_and_check(source: &str) -> Result<Vec<Pipeline>, Diagnostic> {
+    let asts = parser::parse(source)?;
+    let mut kernels: Vec<Pipeline> = Vec::new();
+    for ast in &asts {
+        if kernels.iter().any(|k| k.name == ast.name.name) {
+            return Err(Diagnostic::new(
+                format!("kernel `{}` is defined twice", ast.name.name),
+                ast.name.span,
+            ));
+        }
+        kernels.push(check::check_kernel(ast)?);
+    }
+    Ok(kernels)
+}
+
+/// Parses and checks a source that holds exactly one kernel.
+pub fn parse_kernel(source: &str, file: &str) -> Result<Pipeline, Diagnostic> {
+    let mut kernels = parse_kernels(source, file)?;
+    match kernels.len() {
+        1 => Ok(kernels.remove(0)),
+        n => Err(Diagnostic::new(
+            format!("expected exactly one kernel, found {n}"),
+            Span::new(0, 0),
+        )
+        .in_file(file, source)),
+    }
+}

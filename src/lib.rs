@@ -1,0 +1,38 @@
+//! strata: a compute-and-schedule compiler. Kernels are pure functions over index variables,
+//! written in strata's kernel language (the `dsl` rung) either in `.strata` files or inline with
+//! `kernel!`; later rungs schedule, compile and tune them.
+//!
+//! ```
+//! let scale = strata::kernel! {
+//!     kernel scale(X: f32[N], alpha: f32) -> Y: f32[N] {
+//!         Y(i) = alpha * X(i);
+//!     }
+//! };
+//! let x = strata::Buffer::from_vec(&[3], vec![1.0f32, 2.0, 3.0]).unwrap();
+//! let args = strata::Args::new().buffer("X", x).scalar("alpha", strata::Value::F32(2.0));
+//! let y = strata::evaluate(&scale, &args).unwrap();
+//! assert_eq!(y.as_slice::<f32>().unwrap(), &[2.0, 4.0, 6.0]);
+//! ```
+
+pub use strata_dsl as dsl;
+pub use strata_dsl::{
+    evaluate, parse_kernel, parse_kernels, Args, Buffer, Diagnostic, Dtype, EvalError, KernelHash,
+    Pipeline, Value,
+};
+pub use strata_macros::kernel;
+
+/// Used by the code `kernel!` expands to; not part of the public API.
+#[doc(hidden)]
+pub mod __macro_support {
+    use strata_dsl::Pipeline;
+
+    /// Rebuilds a kernel from the canonical text `kernel!` produced at compile time. The macro
+    /// and this function share one parser, so the text always parses; failing here is a strata
+    /// bug, reported as such.
+    pub fn kernel_from_canonical_text(text: &str) -> Pipeline {
+        match strata_dsl::parse_kernel(text, "kernel!") {
+            Ok(pipeline) => pipeline,
+            Err(e) => panic!("strata bug: kernel! produced text its parser rejects:\n{e}"),
+        }
+    }
+}
