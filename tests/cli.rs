@@ -1,0 +1,105 @@
+//! The `strata` command: `check` and `lower --stage high` on the example kernels and on broken
+//! input.
+
+use std::process::{Command, Output};
+
+fn strata(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the strata binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn example_files() -> Vec<String> {
+    let mut files: Vec<String> =
+        std::fs::read_dir(format!("{}/examples/kernels", env!("CARGO_MANIFEST_DIR")))
+            .unwrap()
+            .map(|e| e.unwrap().path().display().to_string())
+            .filter(|p| p.ends_with(".strata"))
+            .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn check_prints_every_example_signature() {
+    let files = example_files();
+    let mut args = vec!["check"];
+    args.extend(files.iter().map(String::as_str));
+    let out = strata(&args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().count(), files.len(), "{stdout}");
+    assert!(
+        stdout.contains("kernel matmul(A: f32[M, K], B: f32[K, N]) -> C: f32[M, N]"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("kernel blur3x3(input: u16[H, W]) -> out: u16[H - 2, W - 2]"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn check_of_a_broken_file_fails_with_the_error_on_stderr() {
+    let dir = std::env::temp_dir().join(format!("strata-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.strata");
+    std::fs::write(
+        &bad,
+        "kernel k(A: f32[N]) -> B: f32[N] {\n    B(i) = A(i) + 1u8;\n}\n",
+    )
+    .unwrap();
+    let out = strata(&["check", bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    let expected = format!(
+        "error: type mismatch in `+`: f32 and u8 (cast explicitly, e.g. `f32(...)`)\n --> {}:2:12\n  |\n2 |     B(i) = A(i) + 1u8;\n  |            ^^^^^^^^^^",
+        bad.display()
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert!(text(&out.stdout).is_empty());
+}
+
+#[test]
+fn check_of_a_missing_file_fails() {
+    let out = strata(&["check", "no/such/file.strata"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("cannot read no/such/file.strata"));
+}
+
+#[test]
+fn lower_high_prints_the_pipeline() {
+    let out = strata(&[
+        "lower",
+        "examples/kernels/softmax.strata",
+        "--stage",
+        "high",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let expected = "kernel softmax(X: f32[R, C]) -> P: f32[R, C] {\n    mx(r) = max(c in 0..C) X(r, c);\n    e(r, c) = exp(X(r, c) - mx(r));\n    s(r) = sum(c in 0..C) e(r, c);\n    P(r, c) = e(r, c) / s(r);\n}\n";
+    assert_eq!(text(&out.stdout), expected);
+}
+
+#[test]
+fn lower_names_a_missing_kernel() {
+    let out = strata(&[
+        "lower",
+        "examples/kernels/matmul.strata",
+        "--kernel",
+        "nope",
+        "--stage",
+        "high",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("no kernel `nope`"),
+        "{}",
+        text(&out.stderr)
+    );
+}
