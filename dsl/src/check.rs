@@ -803,7 +803,7 @@ impl<'a> ExprChecker<'a> {
                 format!(
                     "type mismatch in {what}: {} (cast explicitly, e.g. `{}(...)`)",
                     types.join(" and "),
-                    first.max(other.dtype())
+                    cast_suggestion(first, other.dtype())
                 ),
                 span,
             );
@@ -971,6 +971,20 @@ impl<'a> ExprChecker<'a> {
             rvars,
             body: Box::new(body),
         }))
+    }
+}
+
+/// A type both operands of a mismatch convert to without loss where one exists: the wider of
+/// two ints of the same signedness, a signed int wider than the unsigned one, or the float.
+fn cast_suggestion(a: Dtype, b: Dtype) -> Dtype {
+    let signed_above = |unsigned: Dtype| match unsigned {
+        Dtype::U8 => Dtype::I16,
+        Dtype::U16 => Dtype::I32,
+        _ => Dtype::I64,
+    };
+    match (a, b) {
+        (u, s) | (s, u) if u.is_unsigned_int() && s.is_signed_int() => signed_above(u).max(s),
+        _ => a.max(b),
     }
 }
 

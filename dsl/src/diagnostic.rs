@@ -90,12 +90,13 @@ impl fmt::Display for Diagnostic {
         let caret_len = self.caret_len(line_text, col);
         writeln!(f, "{gutter} |")?;
         writeln!(f, "{line} | {line_text}")?;
-        write!(
-            f,
-            "{gutter} | {}{}",
-            " ".repeat(col - 1),
-            "^".repeat(caret_len)
-        )
+        // Tabs stay tabs so the carets line up under the text however wide a tab is shown.
+        let indent: String = line_text
+            .chars()
+            .take(col - 1)
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        write!(f, "{gutter} | {indent}{}", "^".repeat(caret_len))
     }
 }
 

@@ -1,0 +1,220 @@
+//! Random legal schedules for a pipeline: the generator behind the differential tests (and,
+//! later, the tuner's random search and the fuzzers). Every directive it proposes is kept only
+//! if the whole schedule still validates, so every schedule it returns is legal.
+
+use crate::lower::lift_reductions::{lift_reductions, Lifted};
+use crate::schedule::validate::{effective_consumers, validate, Placement, Plan};
+use crate::schedule::{Directive, LoopLevel, Schedule, StageRef, TailStrategy};
+use rand::seq::IndexedRandom;
+use rand::Rng;
+use strata_dsl::ir::Pipeline;
+
+/// How many directives the generator tries per stage, at most.
+const MAX_DIRECTIVES_PER_STAGE: usize = 4;
+
+/// A random legal schedule for `pipeline`.
+pub fn random_schedule(pipeline: &Pipeline, rng: &mut impl Rng) -> Schedule {
+    let lifted = lift_reductions(pipeline);
+    let mut gen = Generator {
+        lifted,
+        schedule: Schedule::new(),
+        fresh: 0,
+    };
+    let order: Vec<String> = gen
+        .lifted
+        .pipeline
+        .topo_order()
+        .iter()
+        .rev()
+        .map(|f| f.name.clone())
+        .collect();
+    for name in order {
+        gen.place(&name, rng);
+        let stages = gen
+            .lifted
+            .pipeline
+            .func(&name)
+            .map_or(0, |f| f.updates.len() + 1);
+        for stage in 0..stages {
+            let stage = if stage == 0 {
+                StageRef::Pure
+            } else {
+                StageRef::Update(stage - 1)
+            };
+            for _ in 0..rng.random_range(0..=MAX_DIRECTIVES_PER_STAGE) {
+                gen.try_loop_directive(&name, stage, rng);
+            }
+        }
+    }
+    gen.schedule.lines.retain(|l| !l.directives.is_empty());
+    gen.schedule
+}
+
+struct Generator {
+    lifted: Lifted,
+    schedule: Schedule,
+    fresh: usize,
+}
+
+impl Generator {
+    fn plan(&self) -> Option<Plan> {
+        validate(&self.lifted, &self.schedule).ok()
+    }
+
+    /// Appends `d` to a stage's line if the schedule stays legal.
+    fn try_push(&mut self, func: &str, stage: StageRef, d: Directive) -> bool {
+        let line = self.schedule.stage(func, stage);
+        let _ = line;
+        let index = self
+            .schedule
+            .lines
+            .iter()
+            .position(|l| l.func == func && l.stage == stage);
+        let Some(index) = index else { return false };
+        self.schedule.lines[index].directives.push(d);
+        if self.plan().is_some() {
+            return true;
+        }
+        self.schedule.lines[index].directives.pop();
+        false
+    }
+
+    fn name(&mut self, base: &str) -> String {
+        self.fresh += 1;
+        let base: String = base
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        format!("{base}_{}", self.fresh)
+    }
+
+    /// Where a function is computed: pure non-output functions may be inlined, computed at
+    /// root, or at a loop of a consumer; functions with updates at root or at a loop.
+    fn place(&mut self, name: &str, rng: &mut impl Rng) {
+        let Some(func) = self.lifted.pipeline.func(name) else {
+            return;
+        };
+        if name == self.lifted.pipeline.output.name {
+            return;
+        }
+        let has_updates = !func.updates.is_empty();
+        let choice = rng.random_range(0..3);
+        let directive = match choice {
+            0 if !has_updates => Directive::ComputeInline,
+            1 => Directive::ComputeRoot,
+            _ => match self.consumer_loop(name, rng) {
+                Some(level) => Directive::ComputeAt(level),
+                None => Directive::ComputeRoot,
+            },
+        };
+        if !self.try_push(name, StageRef::Pure, directive) {
+            self.try_push(name, StageRef::Pure, Directive::ComputeRoot);
+        }
+        if rng.random_bool(0.2) {
+            self.try_push(name, StageRef::Pure, Directive::StoreRoot);
+        }
+    }
+
+    fn consumer_loop(&self, name: &str, rng: &mut impl Rng) -> Option<LoopLevel> {
+        let plan = self.plan()?;
+        let consumers = effective_consumers(&self.lifted.pipeline, &plan.funcs, name);
+        let (consumer, stage) = consumers.choose(rng)?.clone();
+        let dims = &plan.funcs.get(&consumer)?.stages.get(stage)?.dims;
+        let dim = dims.choose(rng)?;
+        let stage = if stage == 0 {
+            StageRef::Pure
+        } else {
+            StageRef::Update(stage - 1)
+        };
+        Some(LoopLevel {
+            func: consumer,
+            stage,
+            var: dim.name.clone(),
+        })
+    }
+
+    fn try_loop_directive(&mut self, func: &str, stage: StageRef, rng: &mut impl Rng) {
+        let Some(plan) = self.plan() else { return };
+        let Some(fp) = plan.funcs.get(func) else {
+            return;
+        };
+        if fp.compute == Placement::Inline {
+            return;
+        }
+        let dims: Vec<String> = fp.stages[stage.index()]
+            .dims
+            .iter()
+            .map(|d| d.name.clone())
+            .collect();
+        if dims.is_empty() {
+            return;
+        }
+        let pick = |rng: &mut _| dims.choose(rng).cloned().unwrap_or_default();
+        let d = match rng.random_range(0..8) {
+            0 | 1 => {
+                let var = pick(rng);
+                let (outer, inner) = (self.name(&format!("{var}o")), self.name(&format!("{var}i")));
+                let tail = [
+                    None,
+                    Some(TailStrategy::Guard),
+                    Some(TailStrategy::Shift),
+                    Some(TailStrategy::RoundUp),
+                ];
+                let tail = *tail.choose(rng).unwrap_or(&None);
+                Directive::Split {
+                    var,
+                    outer,
+                    inner,
+                    factor: *[1, 2, 3, 4, 8].choose(rng).unwrap_or(&2),
+                    tail,
+                }
+            }
+            2 if dims.len() >= 2 => {
+                let i = rng.random_range(0..dims.len() - 1);
+                let (y, x) = (dims[i].clone(), dims[i + 1].clone());
+                let names = [
+                    self.name("yo"),
+                    self.name("xo"),
+                    self.name("yi"),
+                    self.name("xi"),
+                ];
+                let [yo, xo, yi, xi] = names;
+                Directive::Tile {
+                    y,
+                    x,
+                    yo,
+                    xo,
+                    yi,
+                    xi,
+                    fy: rng.random_range(1..5),
+                    fx: rng.random_range(1..9),
+                    tail: None,
+                }
+            }
+            3 if dims.len() >= 2 => {
+                let mut vars = dims.clone();
+                vars.swap(0, rng.random_range(0..dims.len()));
+                vars.truncate(rng.random_range(2..=dims.len()));
+                Directive::Reorder(vars)
+            }
+            4 if dims.len() >= 2 => {
+                let i = rng.random_range(0..dims.len() - 1);
+                Directive::Fuse {
+                    outer: dims[i].clone(),
+                    inner: dims[i + 1].clone(),
+                    fused: self.name("f"),
+                }
+            }
+            5 => Directive::Vectorize {
+                var: pick(rng),
+                width: Some(*[2, 3, 4, 8].choose(rng).unwrap_or(&4)),
+            },
+            6 => Directive::Unroll {
+                var: pick(rng),
+                factor: Some(*[2, 3, 4].choose(rng).unwrap_or(&2)),
+            },
+            _ => Directive::Parallel { var: pick(rng) },
+        };
+        self.try_push(func, stage, d);
+    }
+}

@@ -1,0 +1,508 @@
+//! The loop IR: strata's mid rung. Statements are loop nests over named variables, realizations
+//! (storage for a function over a box), stores and lets; expressions are typed, possibly vectors
+//! (`lanes > 1`), with ramps and broadcasts. Lowering starts with multi-dimensional `Call` /
+//! `Provide` / `Realize` and flattens them to `Load` / `Store` / `Allocate` over flat indices.
+
+use strata_dsl::{BinOp, Dtype, Intrinsic, Value};
+
+/// An element type and a vector width (1 for scalars).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Type {
+    pub dtype: Dtype,
+    pub lanes: u16,
+}
+
+impl Type {
+    pub const I32: Type = Type::scalar(Dtype::I32);
+    pub const BOOL: Type = Type::scalar(Dtype::Bool);
+
+    pub const fn scalar(dtype: Dtype) -> Type {
+        Type { dtype, lanes: 1 }
+    }
+
+    pub fn with_lanes(self, lanes: u16) -> Type {
+        Type { lanes, ..self }
+    }
+
+    pub fn is_vector(self) -> bool {
+        self.lanes > 1
+    }
+}
+
+/// Unary operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnOp {
+    Neg,
+    Not,
+}
+
+/// A typed loop-IR expression.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// A scalar constant.
+    Const(Value),
+    /// A loop variable, let-bound variable or size variable.
+    Var(String, Type),
+    /// A scalar parameter of the kernel.
+    Param(String, Dtype),
+    /// A read of a function or input at a multi-dimensional index (before flattening).
+    Call {
+        func: String,
+        args: Vec<Expr>,
+        ty: Type,
+    },
+    /// A read of a flat buffer (after flattening); a vector index reads one element per lane.
+    Load {
+        buffer: String,
+        index: Box<Expr>,
+        ty: Type,
+    },
+    Unary(UnOp, Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    Select(Box<Expr>, Box<Expr>, Box<Expr>),
+    Cast(Type, Box<Expr>),
+    Intrinsic(Intrinsic, Vec<Expr>),
+    /// `base, base + stride, ..., base + (lanes - 1) * stride`.
+    Ramp {
+        base: Box<Expr>,
+        stride: Box<Expr>,
+        lanes: u16,
+    },
+    /// A scalar repeated in every lane.
+    Broadcast {
+        value: Box<Expr>,
+        lanes: u16,
+    },
+    /// `let name = value in body`.
+    Let {
+        name: String,
+        value: Box<Expr>,
+        body: Box<Expr>,
+    },
+}
+
+/// How a loop runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ForKind {
+    Serial,
+    Parallel,
+    /// Becomes vector expressions (the extent must be a constant).
+    Vectorized,
+    /// Becomes copies of the body (the extent must be a constant).
+    Unrolled,
+}
+
+/// The box of a function a realization covers, per dimension.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Range {
+    pub min: Expr,
+    pub extent: Expr,
+}
+
+/// A loop-IR statement.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    For {
+        var: String,
+        min: Expr,
+        extent: Expr,
+        kind: ForKind,
+        body: Box<Stmt>,
+    },
+    Let {
+        name: String,
+        value: Expr,
+        body: Box<Stmt>,
+    },
+    Block(Vec<Stmt>),
+    If {
+        cond: Expr,
+        then_case: Box<Stmt>,
+        else_case: Option<Box<Stmt>>,
+    },
+    /// Storage for `func` over `region`, live in `body` (before flattening).
+    Realize {
+        func: String,
+        dtype: Dtype,
+        region: Vec<Range>,
+        body: Box<Stmt>,
+    },
+    /// Marks the statements that compute `func` (for reading and for passes that need to know).
+    Produce {
+        func: String,
+        body: Box<Stmt>,
+    },
+    /// A write of a function at a multi-dimensional index (before flattening).
+    Provide {
+        func: String,
+        args: Vec<Expr>,
+        value: Expr,
+    },
+    /// A flat buffer of `size` elements, live in `body` (after flattening).
+    Allocate {
+        buffer: String,
+        dtype: Dtype,
+        size: Expr,
+        body: Box<Stmt>,
+    },
+    /// A write of a flat buffer; a vector index writes one element per lane.
+    Store {
+        buffer: String,
+        index: Expr,
+        value: Expr,
+    },
+    NoOp,
+}
+
+impl Expr {
+    pub fn int(v: i32) -> Expr {
+        Expr::Const(Value::I32(v))
+    }
+
+    pub fn var(name: impl Into<String>) -> Expr {
+        Expr::Var(name.into(), Type::I32)
+    }
+
+    pub fn binary(op: BinOp, a: Expr, b: Expr) -> Expr {
+        Expr::Binary(op, Box::new(a), Box::new(b))
+    }
+
+    pub fn add(a: Expr, b: Expr) -> Expr {
+        Expr::binary(BinOp::Add, a, b)
+    }
+
+    pub fn sub(a: Expr, b: Expr) -> Expr {
+        Expr::binary(BinOp::Sub, a, b)
+    }
+
+    pub fn mul(a: Expr, b: Expr) -> Expr {
+        Expr::binary(BinOp::Mul, a, b)
+    }
+
+    pub fn min(a: Expr, b: Expr) -> Expr {
+        Expr::Intrinsic(Intrinsic::Min, vec![a, b])
+    }
+
+    pub fn max(a: Expr, b: Expr) -> Expr {
+        Expr::Intrinsic(Intrinsic::Max, vec![a, b])
+    }
+
+    pub fn lt(a: Expr, b: Expr) -> Expr {
+        Expr::binary(BinOp::Lt, a, b)
+    }
+
+    pub fn le(a: Expr, b: Expr) -> Expr {
+        Expr::binary(BinOp::Le, a, b)
+    }
+
+    /// The constant integer value, if this is an integer constant.
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Expr::Const(v) => v.as_i64().filter(|_| v.dtype().is_int()),
+            _ => None,
+        }
+    }
+
+    /// The expression's type.
+    pub fn ty(&self) -> Type {
+        match self {
+            Expr::Const(v) => Type::scalar(v.dtype()),
+            Expr::Var(_, t)
+            | Expr::Call { ty: t, .. }
+            | Expr::Load { ty: t, .. }
+            | Expr::Cast(t, _) => *t,
+            Expr::Param(_, d) => Type::scalar(*d),
+            Expr::Unary(UnOp::Neg, a) => a.ty(),
+            Expr::Unary(UnOp::Not, a) => Type::BOOL.with_lanes(a.ty().lanes),
+            Expr::Binary(op, a, _) => {
+                let t = a.ty();
+                if op.is_comparison() || op.is_logical() {
+                    Type::BOOL.with_lanes(t.lanes)
+                } else {
+                    t
+                }
+            }
+            Expr::Select(_, t, _) => t.ty(),
+            Expr::Intrinsic(_, args) => args[0].ty(),
+            Expr::Ramp { base, lanes, .. } => base.ty().with_lanes(*lanes),
+            Expr::Broadcast { value, lanes } => value.ty().with_lanes(*lanes),
+            Expr::Let { body, .. } => body.ty(),
+        }
+    }
+
+    /// The direct sub-expressions, in evaluation order.
+    pub fn children(&self) -> Vec<&Expr> {
+        match self {
+            Expr::Const(_) | Expr::Var(..) | Expr::Param(..) => vec![],
+            Expr::Call { args, .. } | Expr::Intrinsic(_, args) => args.iter().collect(),
+            Expr::Load { index, .. } => vec![index],
+            Expr::Unary(_, a) | Expr::Cast(_, a) => vec![a],
+            Expr::Binary(_, a, b) => vec![a, b],
+            Expr::Select(c, t, f) => vec![c, t, f],
+            Expr::Ramp { base, stride, .. } => vec![base, stride],
+            Expr::Broadcast { value, .. } => vec![value],
+            Expr::Let { value, body, .. } => vec![value, body],
+        }
+    }
+
+    /// Rebuilds this node with each direct sub-expression replaced by `f(child)`.
+    pub fn map_children(&self, f: &mut dyn FnMut(&Expr) -> Expr) -> Expr {
+        let b = |e: &Expr, f: &mut dyn FnMut(&Expr) -> Expr| Box::new(f(e));
+        match self {
+            Expr::Const(_) | Expr::Var(..) | Expr::Param(..) => self.clone(),
+            Expr::Call { func, args, ty } => Expr::Call {
+                func: func.clone(),
+                args: args.iter().map(|a| f(a)).collect(),
+                ty: *ty,
+            },
+            Expr::Intrinsic(op, args) => Expr::Intrinsic(*op, args.iter().map(|a| f(a)).collect()),
+            Expr::Load { buffer, index, ty } => Expr::Load {
+                buffer: buffer.clone(),
+                index: b(index, f),
+                ty: *ty,
+            },
+            Expr::Unary(op, a) => Expr::Unary(*op, b(a, f)),
+            Expr::Cast(t, a) => Expr::Cast(*t, b(a, f)),
+            Expr::Binary(op, x, y) => {
+                let x = b(x, f);
+                Expr::Binary(*op, x, b(y, f))
+            }
+            Expr::Select(c, t, e) => {
+                let c = b(c, f);
+                let t = b(t, f);
+                Expr::Select(c, t, b(e, f))
+            }
+            Expr::Ramp {
+                base,
+                stride,
+                lanes,
+            } => {
+                let base = b(base, f);
+                Expr::Ramp {
+                    base,
+                    stride: b(stride, f),
+                    lanes: *lanes,
+                }
+            }
+            Expr::Broadcast { value, lanes } => Expr::Broadcast {
+                value: b(value, f),
+                lanes: *lanes,
+            },
+            Expr::Let { name, value, body } => {
+                let value = b(value, f);
+                Expr::Let {
+                    name: name.clone(),
+                    value,
+                    body: b(body, f),
+                }
+            }
+        }
+    }
+
+    /// Calls `visit` on this expression and every expression inside it, parents first.
+    pub fn for_each(&self, visit: &mut dyn FnMut(&Expr)) {
+        visit(self);
+        for child in self.children() {
+            child.for_each(visit);
+        }
+    }
+
+    /// Whether the variable `name` occurs free in this expression.
+    pub fn uses_var(&self, name: &str) -> bool {
+        match self {
+            Expr::Var(n, _) => n == name,
+            Expr::Let {
+                name: bound,
+                value,
+                body,
+            } => value.uses_var(name) || (bound != name && body.uses_var(name)),
+            _ => self.children().iter().any(|c| c.uses_var(name)),
+        }
+    }
+}
+
+impl Stmt {
+    pub fn block(stmts: Vec<Stmt>) -> Stmt {
+        let mut flat = Vec::new();
+        for s in stmts {
+            match s {
+                Stmt::NoOp => {}
+                Stmt::Block(inner) => flat.extend(inner),
+                other => flat.push(other),
+            }
+        }
+        match flat.len() {
+            0 => Stmt::NoOp,
+            1 => flat.pop().unwrap_or(Stmt::NoOp),
+            _ => Stmt::Block(flat),
+        }
+    }
+
+    /// The expressions held directly by this statement (not those of nested statements).
+    pub fn exprs(&self) -> Vec<&Expr> {
+        match self {
+            Stmt::For { min, extent, .. } => vec![min, extent],
+            Stmt::Let { value, .. } => vec![value],
+            Stmt::If { cond, .. } => vec![cond],
+            Stmt::Realize { region, .. } => {
+                region.iter().flat_map(|r| [&r.min, &r.extent]).collect()
+            }
+            Stmt::Provide { args, value, .. } => {
+                args.iter().chain(std::iter::once(value)).collect()
+            }
+            Stmt::Allocate { size, .. } => vec![size],
+            Stmt::Store { index, value, .. } => vec![index, value],
+            Stmt::Block(_) | Stmt::Produce { .. } | Stmt::NoOp => vec![],
+        }
+    }
+
+    /// The directly nested statements.
+    pub fn children(&self) -> Vec<&Stmt> {
+        match self {
+            Stmt::For { body, .. }
+            | Stmt::Let { body, .. }
+            | Stmt::Realize { body, .. }
+            | Stmt::Produce { body, .. }
+            | Stmt::Allocate { body, .. } => vec![body],
+            Stmt::Block(stmts) => stmts.iter().collect(),
+            Stmt::If {
+                then_case,
+                else_case,
+                ..
+            } => {
+                let mut v: Vec<&Stmt> = vec![then_case];
+                v.extend(else_case.as_deref());
+                v
+            }
+            Stmt::Provide { .. } | Stmt::Store { .. } | Stmt::NoOp => vec![],
+        }
+    }
+
+    /// Rebuilds this statement with every held expression replaced by `fe(expr)` and every
+    /// nested statement by `fs(stmt)`.
+    pub fn map(
+        &self,
+        fe: &mut dyn FnMut(&Expr) -> Expr,
+        fs: &mut dyn FnMut(&Stmt) -> Stmt,
+    ) -> Stmt {
+        match self {
+            Stmt::For {
+                var,
+                min,
+                extent,
+                kind,
+                body,
+            } => Stmt::For {
+                var: var.clone(),
+                min: fe(min),
+                extent: fe(extent),
+                kind: *kind,
+                body: Box::new(fs(body)),
+            },
+            Stmt::Let { name, value, body } => Stmt::Let {
+                name: name.clone(),
+                value: fe(value),
+                body: Box::new(fs(body)),
+            },
+            Stmt::Block(stmts) => Stmt::block(stmts.iter().map(|s| fs(s)).collect()),
+            Stmt::If {
+                cond,
+                then_case,
+                else_case,
+            } => Stmt::If {
+                cond: fe(cond),
+                then_case: Box::new(fs(then_case)),
+                else_case: else_case.as_ref().map(|e| Box::new(fs(e))),
+            },
+            Stmt::Realize {
+                func,
+                dtype,
+                region,
+                body,
+            } => Stmt::Realize {
+                func: func.clone(),
+                dtype: *dtype,
+                region: region
+                    .iter()
+                    .map(|r| Range {
+                        min: fe(&r.min),
+                        extent: fe(&r.extent),
+                    })
+                    .collect(),
+                body: Box::new(fs(body)),
+            },
+            Stmt::Produce { func, body } => Stmt::Produce {
+                func: func.clone(),
+                body: Box::new(fs(body)),
+            },
+            Stmt::Provide { func, args, value } => Stmt::Provide {
+                func: func.clone(),
+                args: args.iter().map(|a| fe(a)).collect(),
+                value: fe(value),
+            },
+            Stmt::Allocate {
+                buffer,
+                dtype,
+                size,
+                body,
+            } => Stmt::Allocate {
+                buffer: buffer.clone(),
+                dtype: *dtype,
+                size: fe(size),
+                body: Box::new(fs(body)),
+            },
+            Stmt::Store {
+                buffer,
+                index,
+                value,
+            } => Stmt::Store {
+                buffer: buffer.clone(),
+                index: fe(index),
+                value: fe(value),
+            },
+            Stmt::NoOp => Stmt::NoOp,
+        }
+    }
+
+    /// Calls `visit` on this statement and every statement inside it, parents first.
+    pub fn for_each(&self, visit: &mut dyn FnMut(&Stmt)) {
+        visit(self);
+        for child in self.children() {
+            child.for_each(visit);
+        }
+    }
+
+    /// Calls `visit` on every expression anywhere in this statement (each whole, parents first).
+    pub fn for_each_expr(&self, visit: &mut dyn FnMut(&Expr)) {
+        self.for_each(&mut |s| {
+            for e in s.exprs() {
+                e.for_each(visit);
+            }
+        });
+    }
+}
+
+/// A buffer argument of a lowered kernel: row-major, extents as expressions of the sizes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BufferArg {
+    pub name: String,
+    pub dtype: Dtype,
+    pub extents: Vec<Expr>,
+}
+
+/// A kernel lowered to loops: its arguments and the statement that computes its output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoweredKernel {
+    pub name: String,
+    /// Buffer inputs, in signature order.
+    pub inputs: Vec<BufferArg>,
+    /// Scalar parameters, in signature order.
+    pub params: Vec<(String, Dtype)>,
+    pub output: BufferArg,
+    /// The size variables (bound from the input buffers' shapes at call time).
+    pub sizes: Vec<String>,
+    /// For each buffer input, the box the body reads (as expressions of the sizes); a caller's
+    /// buffer must cover it. Inputs with a boundary condition are only read inside their extents.
+    pub input_regions: Vec<(String, Vec<Range>)>,
+    pub body: Stmt,
+}

@@ -1,0 +1,526 @@
+//! Symbolic bounds inference: the interval of values an integer loop-IR expression can take,
+//! as expressions, given the intervals of the loop and let variables in scope (variables not in
+//! scope are fixed symbols). This is how a producer's region is found from the accesses of its
+//! consumers (Halide's `Bounds.cpp`), through stencils, splits, clamps and data-dependent
+//! indices (bounded by their type).
+
+use crate::ir::{Expr, Stmt, Type, UnOp};
+use strata_dsl::{BinOp, Intrinsic};
+
+/// An inclusive interval `min ..= max`; `None` is unbounded on that side.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Interval {
+    pub min: Option<Expr>,
+    pub max: Option<Expr>,
+}
+
+impl Interval {
+    pub fn point(e: Expr) -> Interval {
+        Interval {
+            min: Some(e.clone()),
+            max: Some(e),
+        }
+    }
+
+    pub fn new(min: Expr, max: Expr) -> Interval {
+        Interval {
+            min: Some(min),
+            max: Some(max),
+        }
+    }
+
+    pub fn everything() -> Interval {
+        Interval {
+            min: None,
+            max: None,
+        }
+    }
+
+    /// All values of an integer type. Types of 32 bits or more are unbounded: their extreme
+    /// values would overflow the `i32` arithmetic bound expressions are evaluated in.
+    pub fn of_type(ty: Type) -> Interval {
+        match ty.dtype.int_range() {
+            Some((lo, hi)) if hi - lo < 1 << 16 => {
+                Interval::new(Expr::int(lo as i32), Expr::int(hi as i32))
+            }
+            _ => Interval::everything(),
+        }
+    }
+
+    pub fn is_bounded(&self) -> bool {
+        self.min.is_some() && self.max.is_some()
+    }
+
+    /// The smallest interval holding both.
+    pub fn union(&self, other: &Interval) -> Interval {
+        Interval {
+            min: both(&self.min, &other.min, |a, b| fold_min(a, b)),
+            max: both(&self.max, &other.max, |a, b| fold_max(a, b)),
+        }
+    }
+}
+
+fn both(a: &Option<Expr>, b: &Option<Expr>, f: impl Fn(Expr, Expr) -> Expr) -> Option<Expr> {
+    Some(f(a.clone()?, b.clone()?))
+}
+
+/// Intervals of the variables in scope, innermost last.
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    vars: Vec<(String, Interval)>,
+}
+
+impl Scope {
+    pub fn push(&mut self, name: &str, interval: Interval) {
+        self.vars.push((name.to_string(), interval));
+    }
+
+    pub fn pop(&mut self) {
+        self.vars.pop();
+    }
+
+    pub fn len(&self) -> usize {
+        self.vars.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.vars.is_empty()
+    }
+
+    pub fn truncate(&mut self, len: usize) {
+        self.vars.truncate(len);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Interval> {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, i)| i)
+    }
+
+    /// Narrows the interval of `name` (if in scope) to at most `max`.
+    pub fn refine_max(&mut self, name: &str, max: Expr) {
+        let current = self.get(name).cloned();
+        if let Some(current) = current {
+            let max = match current.max {
+                Some(m) => fold_min(m, max),
+                None => max,
+            };
+            self.push(
+                name,
+                Interval {
+                    min: current.min,
+                    max: Some(max),
+                },
+            );
+        }
+    }
+}
+
+/// The interval of an integer expression under `scope`.
+pub fn bounds(e: &Expr, scope: &Scope) -> Interval {
+    let ty = e.ty();
+    if ty.dtype.is_float() || ty.is_vector() {
+        return Interval::everything();
+    }
+    match e {
+        Expr::Const(v) if v.dtype().is_int() || v.dtype() == strata_dsl::Dtype::Bool => {
+            Interval::point(Expr::int(v.as_i64().unwrap_or(0) as i32))
+        }
+        Expr::Var(name, _) => scope
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| Interval::point(e.clone())),
+        Expr::Unary(UnOp::Neg, a) => {
+            let a = bounds(a, scope);
+            Interval {
+                min: a.max.map(neg),
+                max: a.min.map(neg),
+            }
+        }
+        Expr::Binary(op, a, b) if !op.is_comparison() && !op.is_logical() => {
+            binary_bounds(*op, bounds(a, scope), bounds(b, scope), ty)
+        }
+        Expr::Select(_, t, f) => bounds(t, scope).union(&bounds(f, scope)),
+        Expr::Intrinsic(op, args) => intrinsic_bounds(*op, args, scope, ty),
+        Expr::Cast(to, a) if a.ty().dtype.is_int() && widens(a.ty(), *to) => bounds(a, scope),
+        Expr::Let { name, value, body } => {
+            let mut inner = scope.clone();
+            inner.push(name, bounds(value, scope));
+            bounds(body, &inner)
+        }
+        _ => Interval::of_type(ty),
+    }
+}
+
+/// Whether every value of `from` is a value of `to`.
+fn widens(from: Type, to: Type) -> bool {
+    match (from.dtype.int_range(), to.dtype.int_range()) {
+        (Some((a, b)), Some((c, d))) => c <= a && b <= d,
+        _ => false,
+    }
+}
+
+fn binary_bounds(op: BinOp, a: Interval, b: Interval, ty: Type) -> Interval {
+    let b_const = b
+        .min
+        .as_ref()
+        .and_then(Expr::as_int)
+        .filter(|_| b.min == b.max);
+    match (op, b_const) {
+        (BinOp::Add, _) => Interval {
+            min: both(&a.min, &b.min, fold_add),
+            max: both(&a.max, &b.max, fold_add),
+        },
+        (BinOp::Sub, _) => Interval {
+            min: both(&a.min, &b.max, fold_sub),
+            max: both(&a.max, &b.min, fold_sub),
+        },
+        (BinOp::Mul, Some(c)) if c >= 0 => scale(a, c, false),
+        (BinOp::Mul, Some(c)) => scale(a, c, true),
+        (BinOp::Div, Some(c)) if c > 0 => {
+            let div = |x: Expr| fold_div(x, c);
+            Interval {
+                min: a.min.map(div),
+                max: a.max.map(div),
+            }
+        }
+        (BinOp::Mod, Some(c)) if c > 0 => Interval::new(Expr::int(0), Expr::int(c as i32 - 1)),
+        // Euclidean: `0 <= a % b <= |b| - 1`, and `a % 0 == 0`.
+        (BinOp::Mod, _) => {
+            let largest = |lo: Expr, hi: Expr| {
+                let magnitude =
+                    fold_max(fold_sub(hi, Expr::int(1)), fold_sub(neg(lo), Expr::int(1)));
+                fold_max(magnitude, Expr::int(0))
+            };
+            Interval {
+                min: Some(Expr::int(0)),
+                max: both(&b.min, &b.max, largest),
+            }
+        }
+        (BinOp::Mul, None)
+            if a.min == a.max && b.min == b.max && a.is_bounded() && b.is_bounded() =>
+        {
+            Interval::point(Expr::mul(
+                a.min.unwrap_or(Expr::int(0)),
+                b.min.unwrap_or(Expr::int(0)),
+            ))
+        }
+        _ if a.min == a.max && b.min == b.max && a.is_bounded() && b.is_bounded() => {
+            Interval::point(Expr::binary(
+                op,
+                a.min.unwrap_or(Expr::int(0)),
+                b.min.unwrap_or(Expr::int(0)),
+            ))
+        }
+        _ => Interval::of_type(ty),
+    }
+}
+
+/// `a * c` for a constant `c`; a negative `c` swaps the ends.
+fn scale(a: Interval, c: i64, negative: bool) -> Interval {
+    let mul = |x: Expr| fold_mul(x, c);
+    let (min, max) = (a.min.map(mul), a.max.map(mul));
+    if negative {
+        Interval { min: max, max: min }
+    } else {
+        Interval { min, max }
+    }
+}
+
+fn intrinsic_bounds(op: Intrinsic, args: &[Expr], scope: &Scope, ty: Type) -> Interval {
+    let b: Vec<Interval> = args.iter().map(|a| bounds(a, scope)).collect();
+    match (op, b.as_slice()) {
+        (Intrinsic::Min, [x, y]) => min_bounds(x, y),
+        (Intrinsic::Max, [x, y]) => max_bounds(x, y),
+        (Intrinsic::Clamp, [x, lo, hi]) => min_bounds(&max_bounds(x, lo), hi),
+        _ => Interval::of_type(ty),
+    }
+}
+
+/// `min(x, y)`: an unbounded `max` on one side is bounded by the other's.
+fn min_bounds(x: &Interval, y: &Interval) -> Interval {
+    Interval {
+        min: both(&x.min, &y.min, fold_min),
+        max: match (&x.max, &y.max) {
+            (Some(a), Some(b)) => Some(fold_min(a.clone(), b.clone())),
+            (Some(a), None) | (None, Some(a)) => Some(a.clone()),
+            (None, None) => None,
+        },
+    }
+}
+
+/// `max(x, y)`: an unbounded `min` on one side is bounded by the other's.
+fn max_bounds(x: &Interval, y: &Interval) -> Interval {
+    Interval {
+        min: match (&x.min, &y.min) {
+            (Some(a), Some(b)) => Some(fold_max(a.clone(), b.clone())),
+            (Some(a), None) | (None, Some(a)) => Some(a.clone()),
+            (None, None) => None,
+        },
+        max: both(&x.max, &y.max, fold_max),
+    }
+}
+
+fn neg(e: Expr) -> Expr {
+    match e.as_int() {
+        Some(c) => Expr::int(-c as i32),
+        None => Expr::Unary(UnOp::Neg, Box::new(e)),
+    }
+}
+
+/// `e` as `base + constant` (`base` is `None` for a constant).
+fn split_const(e: &Expr) -> (Option<Expr>, i64) {
+    if let Some(c) = e.as_int() {
+        return (None, c);
+    }
+    match e {
+        Expr::Binary(BinOp::Add, a, b) if b.as_int().is_some() => {
+            let (base, c) = split_const(a);
+            (base, c + b.as_int().unwrap_or(0))
+        }
+        Expr::Binary(BinOp::Sub, a, b) if b.as_int().is_some() => {
+            let (base, c) = split_const(a);
+            (base, c - b.as_int().unwrap_or(0))
+        }
+        _ => (Some(e.clone()), 0),
+    }
+}
+
+/// `base + c`, without a `+ 0`.
+fn join_const(base: Option<Expr>, c: i64) -> Expr {
+    match (base, c) {
+        (None, c) => Expr::int(c as i32),
+        (Some(b), 0) => b,
+        (Some(b), c) if c < 0 => Expr::sub(b, Expr::int(-c as i32)),
+        (Some(b), c) => Expr::add(b, Expr::int(c as i32)),
+    }
+}
+
+// Folding constructors for bound expressions. They treat index arithmetic as exact (no
+// overflow), as Halide's bounds inference does: a region whose bounds overflow `i32` could not
+// be allocated anyway. Keeping `x + c` forms together is what keeps correlated bounds exact
+// (`max(y, y + 2) - min(y, y + 2)` folds to `2`).
+
+pub fn fold_add(a: Expr, b: Expr) -> Expr {
+    let ((ba, ca), (bb, cb)) = (split_const(&a), split_const(&b));
+    match (ba, bb) {
+        (None, base) | (base, None) => join_const(base, ca + cb),
+        (Some(x), Some(y)) => join_const(Some(Expr::add(x, y)), ca + cb),
+    }
+}
+
+pub fn fold_sub(a: Expr, b: Expr) -> Expr {
+    let ((ba, ca), (bb, cb)) = (split_const(&a), split_const(&b));
+    match (ba, bb) {
+        (x, None) => join_const(x, ca - cb),
+        (Some(x), Some(y)) if x == y => Expr::int((ca - cb) as i32),
+        (None, Some(y)) => join_const(Some(Expr::sub(Expr::int(0), y)), ca - cb),
+        (Some(x), Some(y)) => join_const(Some(Expr::sub(x, y)), ca - cb),
+    }
+}
+
+fn fold_mul(a: Expr, c: i64) -> Expr {
+    match (a.as_int(), c) {
+        (Some(x), _) => Expr::int((x * c) as i32),
+        (_, 0) => Expr::int(0),
+        (_, 1) => a,
+        _ => Expr::mul(a, Expr::int(c as i32)),
+    }
+}
+
+fn fold_div(a: Expr, c: i64) -> Expr {
+    match a.as_int() {
+        Some(x) => Expr::int(x.div_euclid(c) as i32),
+        None if c == 1 => a,
+        None => Expr::binary(BinOp::Div, a, Expr::int(c as i32)),
+    }
+}
+
+/// `min(a, b)`, or whichever of `x + c1`, `x + c2` is smaller.
+pub fn fold_min(a: Expr, b: Expr) -> Expr {
+    let ((ba, ca), (bb, cb)) = (split_const(&a), split_const(&b));
+    if ba == bb {
+        return join_const(ba, ca.min(cb));
+    }
+    Expr::min(a, b)
+}
+
+/// `max(a, b)`, or whichever of `x + c1`, `x + c2` is larger.
+pub fn fold_max(a: Expr, b: Expr) -> Expr {
+    let ((ba, ca), (bb, cb)) = (split_const(&a), split_const(&b));
+    if ba == bb {
+        return join_const(ba, ca.max(cb));
+    }
+    Expr::max(a, b)
+}
+
+/// The interval of a loop variable running over `min .. min + extent`; an extent written
+/// `max - min + 1` gives exactly `min ..= max`.
+pub fn loop_interval(min: &Expr, extent: &Expr, scope: &Scope) -> Interval {
+    let lo = bounds(min, scope);
+    let last = match extent {
+        Expr::Binary(BinOp::Add, diff, one) if one.as_int() == Some(1) => match diff.as_ref() {
+            Expr::Binary(BinOp::Sub, max, m) if m.as_ref() == min => Some((**max).clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    let last =
+        last.unwrap_or_else(|| fold_sub(fold_add(min.clone(), extent.clone()), Expr::int(1)));
+    Interval {
+        min: lo.min,
+        max: bounds(&last, scope).max,
+    }
+}
+
+/// The box of every access (call, and provide if it is `func`'s own) of `func` in `s`, as
+/// intervals in terms of the variables free in `s`; `None` if `s` never accesses `func`.
+///
+/// Computed inside out, as Halide does: an access's box is its arguments; passing a `let`
+/// substitutes its value (so correlated bounds such as `min` and `min + extent - 1` stay
+/// correlated); passing a loop takes the bounds of the box over the loop's range; passing an
+/// `if (v < e)` rewrites `v` as `min(v, e - 1)`, which is the same value inside the `if`.
+pub fn access_bounds(s: &Stmt, func: &str) -> Option<Vec<Interval>> {
+    let b = stmt_box(s, func)?;
+    Some(b.iter().map(|i| over_scope(i, &Scope::default())).collect())
+}
+
+/// The interval of the ends of `i` with the variables of `scope` ranging (data-dependent
+/// values become their type's range).
+fn over_scope(i: &Interval, scope: &Scope) -> Interval {
+    // Simplifying first cancels correlated terms (`x - x`) that intervals cannot.
+    let simplify = |e: &Expr| crate::simplify::simplify_expr(e);
+    Interval {
+        min: i
+            .min
+            .as_ref()
+            .and_then(|m| bounds(&simplify(m), scope).min)
+            .map(|m| simplify(&m)),
+        max: i
+            .max
+            .as_ref()
+            .and_then(|m| bounds(&simplify(m), scope).max)
+            .map(|m| simplify(&m)),
+    }
+}
+
+fn union_boxes(a: Option<Vec<Interval>>, b: Option<Vec<Interval>>) -> Option<Vec<Interval>> {
+    match (a, b) {
+        (None, b) => b,
+        (a, None) => a,
+        (Some(a), Some(b)) => Some(a.iter().zip(&b).map(|(x, y)| x.union(y)).collect()),
+    }
+}
+
+fn map_box(b: Option<Vec<Interval>>, f: &dyn Fn(&Expr) -> Expr) -> Option<Vec<Interval>> {
+    b.map(|b| {
+        b.iter()
+            .map(|i| Interval {
+                min: i.min.as_ref().map(f),
+                max: i.max.as_ref().map(f),
+            })
+            .collect()
+    })
+}
+
+fn stmt_box(s: &Stmt, func: &str) -> Option<Vec<Interval>> {
+    let mut own = None;
+    for e in s.exprs() {
+        own = union_boxes(own, expr_box(e, func));
+    }
+    let inner = match s {
+        Stmt::For {
+            var,
+            min,
+            extent,
+            body,
+            ..
+        } => {
+            let mut scope = Scope::default();
+            scope.push(var, loop_interval(min, extent, &Scope::default()));
+            stmt_box(body, func).map(|b| b.iter().map(|i| over_scope(i, &scope)).collect())
+        }
+        Stmt::Let { name, value, body } => {
+            map_box(stmt_box(body, func), &|e| substitute(e, name, value))
+        }
+        Stmt::If {
+            cond,
+            then_case,
+            else_case,
+        } => {
+            let then_box = map_box(stmt_box(then_case, func), &|e| refine(e, cond));
+            union_boxes(then_box, else_case.as_ref().and_then(|e| stmt_box(e, func)))
+        }
+        Stmt::Provide { func: f, args, .. } if f == func => {
+            Some(args.iter().cloned().map(Interval::point).collect())
+        }
+        other => other
+            .children()
+            .into_iter()
+            .fold(None, |acc, c| union_boxes(acc, stmt_box(c, func))),
+    };
+    union_boxes(own, inner)
+}
+
+/// The box of the calls of `func` inside an expression.
+fn expr_box(e: &Expr, func: &str) -> Option<Vec<Interval>> {
+    match e {
+        Expr::Call { func: f, args, .. } => {
+            let own = (f == func).then(|| args.iter().cloned().map(Interval::point).collect());
+            args.iter()
+                .fold(own, |acc, a| union_boxes(acc, expr_box(a, func)))
+        }
+        Expr::Let { name, value, body } => {
+            let inner = map_box(expr_box(body, func), &|x| substitute(x, name, value));
+            union_boxes(expr_box(value, func), inner)
+        }
+        other => other
+            .children()
+            .into_iter()
+            .fold(None, |acc, c| union_boxes(acc, expr_box(c, func))),
+    }
+}
+
+/// `e` with free occurrences of `name` replaced by `value`.
+pub fn substitute(e: &Expr, name: &str, value: &Expr) -> Expr {
+    match e {
+        Expr::Var(n, _) if n == name => value.clone(),
+        Expr::Let {
+            name: bound,
+            value: v,
+            body,
+        } => Expr::Let {
+            name: bound.clone(),
+            value: Box::new(substitute(v, name, value)),
+            body: Box::new(if bound == name {
+                (**body).clone()
+            } else {
+                substitute(body, name, value)
+            }),
+        },
+        other => other.map_children(&mut |c| substitute(c, name, value)),
+    }
+}
+
+/// Inside `if (cond)`, each conjunct `v < e` means `v` equals `min(v, e - 1)`.
+fn refine(e: &Expr, cond: &Expr) -> Expr {
+    match cond {
+        Expr::Binary(BinOp::And, a, b) => refine(&refine(e, a), b),
+        Expr::Binary(BinOp::Lt, v, bound) if matches!(v.as_ref(), Expr::Var(..)) => {
+            let Expr::Var(name, _) = v.as_ref() else {
+                return e.clone();
+            };
+            let capped = fold_min((**v).clone(), fold_sub((**bound).clone(), Expr::int(1)));
+            substitute(e, name, &capped)
+        }
+        Expr::Binary(BinOp::Le, v, bound) if matches!(v.as_ref(), Expr::Var(..)) => {
+            let Expr::Var(name, _) = v.as_ref() else {
+                return e.clone();
+            };
+            substitute(e, name, &fold_min((**v).clone(), (**bound).clone()))
+        }
+        _ => e.clone(),
+    }
+}

@@ -1,0 +1,153 @@
+//! Lowering: a Pipeline and a Schedule to loop IR, as a fixed list of named passes (Halide's
+//! `Lower.cpp` is the model). Each pass is one file whose doc comment says what it establishes.
+//! Set `STRATA_LOG_PASSES=1` to print the IR after every pass (passes that changed nothing are
+//! marked `(unchanged)`).
+
+pub mod bounds;
+pub mod flatten;
+pub mod inline;
+pub mod lift_reductions;
+pub mod loop_nest;
+pub mod realize;
+pub mod unroll;
+pub mod vectorize;
+
+use crate::ir::{BufferArg, Expr, LoweredKernel, Range, Stmt};
+use crate::schedule::validate::{validate, ScheduleError};
+use crate::schedule::Schedule;
+use strata_dsl::ir::{InputKind, Pipeline};
+
+/// Why a kernel could not be lowered with a schedule.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum LowerError {
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    #[error("cannot bound the region of `{func}` in dimension {dim}: an index depends on data of an unbounded type; clamp it")]
+    Unbounded { func: String, dim: usize },
+    #[error("internal error in lowering: {0}")]
+    Internal(String),
+}
+
+/// Prints the IR after each pass when `STRATA_LOG_PASSES` is set.
+struct PassLog {
+    enabled: bool,
+    previous: Option<Stmt>,
+}
+
+impl PassLog {
+    fn new() -> PassLog {
+        PassLog {
+            enabled: std::env::var_os("STRATA_LOG_PASSES").is_some(),
+            previous: None,
+        }
+    }
+
+    fn log(&mut self, pass: &str, s: &Stmt) {
+        if !self.enabled {
+            return;
+        }
+        if self.previous.as_ref() == Some(s) {
+            eprintln!("-- after {pass} (unchanged)");
+        } else {
+            eprintln!("-- after {pass}:\n{s}\n");
+        }
+        self.previous = Some(s.clone());
+    }
+}
+
+/// Lowers `pipeline` under `schedule` to a loop nest.
+pub fn lower(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel, LowerError> {
+    let mut log = PassLog::new();
+    let lifted = lift_reductions::lift_reductions(pipeline);
+    let plan = validate(&lifted, schedule)?;
+    let inlined = inline::inline_functions(&plan);
+    let s = realize::realize_functions(&inlined, &plan)?;
+    log.log("realization and bounds inference", &s);
+    let input_regions = input_regions(&inlined, &s)?;
+    let s = loop_nest::strip_bounds_hints(&s);
+    log.log("stripping bounds hints", &s);
+    let s = flatten::flatten(&s, &inlined);
+    log.log("storage flattening", &s);
+    let s = vectorize::vectorize(&s);
+    log.log("vectorization", &s);
+    let s = unroll::unroll(&s);
+    log.log("unrolling", &s);
+    Ok(kernel_signature(&inlined, input_regions, s))
+}
+
+/// The box of each buffer input the statement reads, as expressions of the sizes.
+fn input_regions(pipeline: &Pipeline, s: &Stmt) -> Result<Vec<(String, Vec<Range>)>, LowerError> {
+    let mut regions = Vec::new();
+    for input in &pipeline.inputs {
+        let InputKind::Buffer { shape, .. } = &input.kind else {
+            continue;
+        };
+        let ranges = match bounds::access_bounds(s, &input.name) {
+            None => shape
+                .iter()
+                .map(|_| Range {
+                    min: Expr::int(0),
+                    extent: Expr::int(0),
+                })
+                .collect(),
+            Some(t) => {
+                let mut ranges = Vec::new();
+                for (dim, i) in t.iter().enumerate() {
+                    let (Some(min), Some(max)) = (i.min.clone(), i.max.clone()) else {
+                        return Err(LowerError::Unbounded {
+                            func: input.name.clone(),
+                            dim,
+                        });
+                    };
+                    let extent = bounds::fold_add(bounds::fold_sub(max, min.clone()), Expr::int(1));
+                    ranges.push(Range { min, extent });
+                }
+                ranges
+            }
+        };
+        regions.push((input.name.clone(), ranges));
+    }
+    Ok(regions)
+}
+
+fn kernel_signature(
+    pipeline: &Pipeline,
+    input_regions: Vec<(String, Vec<Range>)>,
+    body: Stmt,
+) -> LoweredKernel {
+    let conv = loop_nest::Converter {
+        pipeline,
+        func: &pipeline.output.name,
+        stage: 0,
+    };
+    let mut inputs = Vec::new();
+    let mut params = Vec::new();
+    for input in &pipeline.inputs {
+        match &input.kind {
+            InputKind::Buffer { shape, .. } => inputs.push(BufferArg {
+                name: input.name.clone(),
+                dtype: input.dtype,
+                extents: shape.iter().map(loop_nest::extent_expr).collect(),
+            }),
+            InputKind::Scalar => params.push((input.name.clone(), input.dtype)),
+        }
+    }
+    LoweredKernel {
+        name: pipeline.name.clone(),
+        inputs,
+        params,
+        output: BufferArg {
+            name: pipeline.output.name.clone(),
+            dtype: pipeline.output.dtype,
+            extents: pipeline
+                .output
+                .extents
+                .iter()
+                .map(|e| conv.expr(e))
+                .collect(),
+        },
+        sizes: pipeline.size_vars(),
+        input_regions,
+        body,
+    }
+}

@@ -1,0 +1,263 @@
+//! Realization: places each computed function's loop nests where its schedule says, with the
+//! region it computes found by bounds inference, and the storage that holds it.
+//!
+//! Functions are placed consumers first. For a function `f` computed at loop `L` (or at root),
+//! the region is the box of every access of `f` inside `L`'s body, with the loops and lets
+//! there ranging over their bounds and the loops outside fixed; update definitions may grow it
+//! (a histogram's data-dependent target, a scan's reads). `L`'s body becomes
+//! `let f.x.min = ..; let f.x.max = ..; produce f { stages } ; <old body>`, and a
+//! `realize f` covering every access wraps the body of the storage loop.
+//! Establishes: every call of a computed function is inside its `realize`, after its `produce`.
+
+use super::bounds::{access_bounds, fold_add, fold_sub, Interval};
+use super::loop_nest::{region_max, region_min, stage_nest, StageNest};
+use super::LowerError;
+use crate::ir::{Expr, Range, Stmt};
+use crate::schedule::validate::{Placement, Plan};
+use std::collections::HashMap;
+use strata_dsl::ir::{Func, Pipeline};
+
+/// Builds the statement computing the output: every non-inlined function produced and stored
+/// where the plan places it. `pipeline` has its inlined functions already substituted.
+pub fn realize_functions(pipeline: &Pipeline, plan: &Plan) -> Result<Stmt, LowerError> {
+    let mut nests: HashMap<(String, usize), StageNest> = HashMap::new();
+    for func in &pipeline.funcs {
+        let is_output = func.name == pipeline.output.name;
+        for loops in &plan.funcs[&func.name].stages {
+            nests.insert(
+                (func.name.clone(), loops.stage),
+                stage_nest(pipeline, func, loops, is_output),
+            );
+        }
+    }
+    let output = pipeline
+        .output_func()
+        .ok_or_else(|| LowerError::Internal("the output is not defined".into()))?;
+    let mut stmt = produce(output, &nests);
+    for func in pipeline.topo_order().into_iter().rev() {
+        if func.name != output.name {
+            stmt = place(stmt, func, plan, &nests)?;
+        }
+    }
+    Ok(output_region(pipeline, output, stmt))
+}
+
+/// `produce f { stage 0; stage 1; ... }`.
+fn produce(func: &Func, nests: &HashMap<(String, usize), StageNest>) -> Stmt {
+    let stages = (0..=func.updates.len())
+        .filter_map(|s| nests.get(&(func.name.clone(), s)))
+        .map(|n| n.stmt.clone());
+    Stmt::Produce {
+        func: func.name.clone(),
+        body: Box::new(Stmt::block(stages.collect())),
+    }
+}
+
+/// The output's region is its declared extents.
+fn output_region(pipeline: &Pipeline, output: &Func, body: Stmt) -> Stmt {
+    let conv = super::loop_nest::Converter {
+        pipeline,
+        func: &output.name,
+        stage: 0,
+    };
+    let mut stmt = body;
+    for (var, extent) in output.vars.iter().zip(&pipeline.output.extents).rev() {
+        let max = Expr::sub(conv.expr(extent), Expr::int(1));
+        stmt = Stmt::Let {
+            name: region_max(&output.name, var),
+            value: max,
+            body: Box::new(stmt),
+        };
+        stmt = Stmt::Let {
+            name: region_min(&output.name, var),
+            value: Expr::int(0),
+            body: Box::new(stmt),
+        };
+    }
+    stmt
+}
+
+/// The loop variable a placement names, or `None` for root.
+fn site_var(
+    placement: &Placement,
+    nests: &HashMap<(String, usize), StageNest>,
+) -> Result<Option<String>, LowerError> {
+    match placement {
+        Placement::Root | Placement::Inline => Ok(None),
+        Placement::At { func, stage, var } => nests
+            .get(&(func.clone(), *stage))
+            .and_then(|n| n.names.get(var))
+            .cloned()
+            .map(Some)
+            .ok_or_else(|| LowerError::Internal(format!("no loop {var} in {func}"))),
+    }
+}
+
+/// Computes and stores `func` at its placement inside `stmt`.
+fn place(
+    stmt: Stmt,
+    func: &Func,
+    plan: &Plan,
+    nests: &HashMap<(String, usize), StageNest>,
+) -> Result<Stmt, LowerError> {
+    let fp = &plan.funcs[&func.name];
+    let compute_site = site_var(&fp.compute, nests)?;
+    let mut used = false;
+    let stmt = at_site(&stmt, compute_site.as_deref(), &mut |body| {
+        let computed = compute_here(body, func, nests)?;
+        used |= computed.is_some();
+        Ok(computed.unwrap_or_else(|| body.clone()))
+    })?;
+    if !used {
+        return Ok(stmt);
+    }
+    let store_site = site_var(&fp.store, nests)?;
+    at_site(&stmt, store_site.as_deref(), &mut |body| {
+        store_here(body, func)
+    })
+}
+
+/// Applies `f` to the body of the loop named `var` (or to `stmt` itself for root).
+fn at_site(
+    stmt: &Stmt,
+    var: Option<&str>,
+    f: &mut dyn FnMut(&Stmt) -> Result<Stmt, LowerError>,
+) -> Result<Stmt, LowerError> {
+    let Some(var) = var else {
+        return f(stmt);
+    };
+    let mut error = None;
+    let result = replace_loop_body(stmt, var, &mut |body| match f(body) {
+        Ok(s) => s,
+        Err(e) => {
+            error = Some(e);
+            body.clone()
+        }
+    });
+    match error {
+        Some(e) => Err(e),
+        None => Ok(result),
+    }
+}
+
+fn replace_loop_body(s: &Stmt, var: &str, f: &mut dyn FnMut(&Stmt) -> Stmt) -> Stmt {
+    match s {
+        Stmt::For {
+            var: v,
+            min,
+            extent,
+            kind,
+            body,
+        } if v == var => Stmt::For {
+            var: v.clone(),
+            min: min.clone(),
+            extent: extent.clone(),
+            kind: *kind,
+            body: Box::new(f(body)),
+        },
+        other => other.map(&mut |e| e.clone(), &mut |c| replace_loop_body(c, var, f)),
+    }
+}
+
+/// The region of `func` needed by `body`, then `body` preceded by its computation; `None` when
+/// `body` does not use `func`.
+fn compute_here(
+    body: &Stmt,
+    func: &Func,
+    nests: &HashMap<(String, usize), StageNest>,
+) -> Result<Option<Stmt>, LowerError> {
+    let Some(required) = access_bounds(body, &func.name) else {
+        return Ok(None);
+    };
+    let required = bounded(&func.name, required)?;
+    let region = grow_for_updates(func, &required, nests)?;
+    let mut stmt = Stmt::block(vec![produce(func, nests), body.clone()]);
+    for (var, interval) in func.vars.iter().zip(&region).rev() {
+        let (min, max) = ends(interval);
+        stmt = Stmt::Let {
+            name: region_max(&func.name, var),
+            value: max,
+            body: Box::new(stmt),
+        };
+        stmt = Stmt::Let {
+            name: region_min(&func.name, var),
+            value: min,
+            body: Box::new(stmt),
+        };
+    }
+    Ok(Some(stmt))
+}
+
+fn ends(i: &Interval) -> (Expr, Expr) {
+    (
+        i.min.clone().unwrap_or(Expr::int(0)),
+        i.max.clone().unwrap_or(Expr::int(0)),
+    )
+}
+
+fn bounded(func: &str, region: Vec<Interval>) -> Result<Vec<Interval>, LowerError> {
+    match region.iter().position(|i| !i.is_bounded()) {
+        Some(dim) => Err(LowerError::Unbounded {
+            func: func.to_string(),
+            dim,
+        }),
+        None => Ok(region),
+    }
+}
+
+/// The required region grown by what the updates write and read of the function itself.
+fn grow_for_updates(
+    func: &Func,
+    required: &[Interval],
+    nests: &HashMap<(String, usize), StageNest>,
+) -> Result<Vec<Interval>, LowerError> {
+    let mut updates: Vec<Stmt> = (1..=func.updates.len())
+        .filter_map(|s| nests.get(&(func.name.clone(), s)))
+        .map(|n| n.stmt.clone())
+        .collect();
+    if updates.is_empty() {
+        return Ok(required.to_vec());
+    }
+    let mut stmt = Stmt::block(std::mem::take(&mut updates));
+    for (var, interval) in func.vars.iter().zip(required).rev() {
+        let (min, max) = ends(interval);
+        stmt = Stmt::Let {
+            name: region_max(&func.name, var),
+            value: max,
+            body: Box::new(stmt),
+        };
+        stmt = Stmt::Let {
+            name: region_min(&func.name, var),
+            value: min,
+            body: Box::new(stmt),
+        };
+    }
+    let grown = match access_bounds(&stmt, &func.name) {
+        Some(t) => required.iter().zip(&t).map(|(r, t)| r.union(t)).collect(),
+        None => required.to_vec(),
+    };
+    bounded(&func.name, grown)
+}
+
+/// `realize func` over every access of it in `body`.
+fn store_here(body: &Stmt, func: &Func) -> Result<Stmt, LowerError> {
+    let Some(touched) = access_bounds(body, &func.name) else {
+        return Ok(body.clone());
+    };
+    let region = bounded(&func.name, touched)?
+        .iter()
+        .map(|i| {
+            let (min, max) = ends(i);
+            Range {
+                extent: fold_add(fold_sub(max, min.clone()), Expr::int(1)),
+                min,
+            }
+        })
+        .collect();
+    Ok(Stmt::Realize {
+        func: func.name.clone(),
+        dtype: func.dtype,
+        region,
+        body: Box::new(body.clone()),
+    })
+}

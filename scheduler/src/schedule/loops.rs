@@ -1,0 +1,549 @@
+//! A stage's loops: the dimensions of one definition of a function after its split, fuse,
+//! reorder, tile, vectorize, unroll and parallel directives, outermost first, with the steps that
+//! relate the new loop variables to the definition's variables.
+//!
+//! The starting loops are the definition's variables: for a pure definition `f(x, y)` the loops
+//! `x, y` (`y` innermost); for an update, its pure variables (those bare in its target) then its
+//! reduction variables in declaration order.
+
+use super::validate::{Rule, ScheduleError};
+use super::{Directive, StageRef, TailStrategy};
+use crate::ir::ForKind;
+use strata_dsl::ir::{Expr, Func, Update, UpdateOp};
+
+/// The largest vector width a directive may ask for (an unroll factor may be 4 times more).
+pub const MAX_LANES: i64 = 64;
+
+/// The largest width (vectorize) or factor (unroll) for a loop of this kind.
+pub fn max_lanes(kind: ForKind) -> i64 {
+    if kind == ForKind::Unrolled {
+        MAX_LANES * 4
+    } else {
+        MAX_LANES
+    }
+}
+
+/// One loop of a stage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dim {
+    pub name: String,
+    pub kind: ForKind,
+    /// False when the loop runs over (part of) a reduction variable.
+    pub pure: bool,
+    /// The loop's extent when the schedule alone fixes it (the inner loop of a split).
+    pub const_extent: Option<i64>,
+}
+
+/// How new loop variables are made from old ones.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// `old = outer * factor + inner`, `inner` in `0..factor`.
+    Split {
+        old: String,
+        outer: String,
+        inner: String,
+        factor: i64,
+        tail: TailStrategy,
+    },
+    /// `fused` runs over `outer x inner`: `outer = fused / extent(inner)`, `inner = fused % extent(inner)`.
+    Fuse {
+        outer: String,
+        inner: String,
+        fused: String,
+    },
+}
+
+/// A stage's final loops and how they derive from its variables.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageLoops {
+    pub func: String,
+    pub stage: usize,
+    /// The definition's own variables, outermost first.
+    pub original: Vec<Dim>,
+    /// The loops after every directive, outermost first.
+    pub dims: Vec<Dim>,
+    pub steps: Vec<Step>,
+}
+
+impl StageLoops {
+    pub fn dim(&self, name: &str) -> Option<&Dim> {
+        self.dims.iter().find(|d| d.name == name)
+    }
+}
+
+/// What an update allows a schedule to change about its order of evaluation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UpdateFreedom {
+    /// Each target element is computed from itself only: pure loops may run in any order, in
+    /// parallel or as vectors.
+    pub independent_elements: bool,
+    /// The combination is associative and commutative: reduction loops may be reordered.
+    pub reorderable_reduction: bool,
+}
+
+/// The starting loops of stage `stage` of `func` (0: pure definition, `i + 1`: update `i`).
+pub fn original_dims(
+    func: &Func,
+    stage: usize,
+    const_rvar_extent: &dyn Fn(&Expr, &Expr) -> Option<i64>,
+) -> Vec<Dim> {
+    let dim = |name: &str, pure: bool, const_extent| Dim {
+        name: name.to_string(),
+        kind: ForKind::Serial,
+        pure,
+        const_extent,
+    };
+    let Some(update) = stage.checked_sub(1).and_then(|i| func.updates.get(i)) else {
+        return func.vars.iter().map(|v| dim(v, true, None)).collect();
+    };
+    let mut dims: Vec<Dim> = func
+        .vars
+        .iter()
+        .zip(&update.args)
+        .filter(|(v, a)| matches!(a, Expr::Var(n) if n == *v))
+        .map(|(v, _)| dim(v, true, None))
+        .collect();
+    dims.extend(
+        update
+            .rvars
+            .iter()
+            .map(|r| dim(&r.name, false, const_rvar_extent(&r.lo, &r.hi))),
+    );
+    dims
+}
+
+/// What the update lets a schedule reorder (see `UpdateFreedom`).
+pub fn update_freedom(func: &Func, update: &Update) -> UpdateFreedom {
+    let mut reads_other = false;
+    let mut reads_target = false;
+    update.value.for_each(&mut |e| {
+        if let Expr::Call(call) = e {
+            if call.name == func.name {
+                if call.args == update.args {
+                    reads_target = true;
+                } else {
+                    reads_other = true;
+                }
+            }
+        }
+    });
+    let combines = match update.op {
+        UpdateOp::Add | UpdateOp::Sub | UpdateOp::Mul => !reads_target,
+        UpdateOp::Assign => is_min_max_fold(func, update),
+    };
+    UpdateFreedom {
+        independent_elements: !reads_other,
+        reorderable_reduction: !reads_other && combines,
+    }
+}
+
+/// `f(args) = max(f(args), e)` (or `min`) where `e` does not read `f`.
+fn is_min_max_fold(func: &Func, update: &Update) -> bool {
+    use strata_dsl::ir::Intrinsic;
+    let Expr::Intrinsic(Intrinsic::Max | Intrinsic::Min, args) = &update.value else {
+        return false;
+    };
+    let is_target =
+        |e: &Expr| matches!(e, Expr::Call(c) if c.name == func.name && c.args == update.args);
+    let reads_f = |e: &Expr| {
+        let mut found = false;
+        e.for_each(&mut |x| found |= matches!(x, Expr::Call(c) if c.name == func.name));
+        found
+    };
+    match args.as_slice() {
+        [a, b] => (is_target(a) && !reads_f(b)) || (is_target(b) && !reads_f(a)),
+        _ => false,
+    }
+}
+
+/// Applies a stage's loop directives in order.
+pub fn stage_loops(
+    func: &Func,
+    stage: StageRef,
+    is_output: bool,
+    directives: &[&Directive],
+    const_rvar_extent: &dyn Fn(&Expr, &Expr) -> Option<i64>,
+) -> Result<StageLoops, ScheduleError> {
+    let index = stage.index();
+    let original = original_dims(func, index, const_rvar_extent);
+    let freedom = match index {
+        0 => UpdateFreedom {
+            independent_elements: true,
+            reorderable_reduction: true,
+        },
+        i => update_freedom(func, &func.updates[i - 1]),
+    };
+    let mut builder = Builder {
+        func,
+        stage,
+        is_output,
+        freedom,
+        loops: StageLoops {
+            func: func.name.clone(),
+            stage: index,
+            original: original.clone(),
+            dims: original,
+            steps: Vec::new(),
+        },
+        consumed: Vec::new(),
+    };
+    for d in directives.iter().filter(|d| !d.is_placement()) {
+        builder.apply(d)?;
+    }
+    Ok(builder.loops)
+}
+
+struct Builder<'a> {
+    func: &'a Func,
+    stage: StageRef,
+    is_output: bool,
+    freedom: UpdateFreedom,
+    loops: StageLoops,
+    /// Loop names that splits and fuses have replaced.
+    consumed: Vec<String>,
+}
+
+impl Builder<'_> {
+    fn error(&self, directive: &Directive, rule: Rule) -> ScheduleError {
+        ScheduleError::Directive {
+            func: self.func.name.clone(),
+            stage: self.stage,
+            directive: directive.to_string(),
+            rule,
+        }
+    }
+
+    fn loop_names(&self) -> Vec<String> {
+        self.loops.dims.iter().map(|d| d.name.clone()).collect()
+    }
+
+    /// The position of loop `var`, or the error saying why it is not a loop.
+    fn find(&self, directive: &Directive, var: &str) -> Result<usize, ScheduleError> {
+        if let Some(i) = self.loops.dims.iter().position(|d| d.name == var) {
+            return Ok(i);
+        }
+        let rule = if self.consumed.iter().any(|c| c == var) {
+            Rule::AlreadyReplaced {
+                var: var.to_string(),
+                loops: self.loop_names(),
+            }
+        } else {
+            Rule::UnknownVar {
+                var: var.to_string(),
+                loops: self.loop_names(),
+            }
+        };
+        Err(self.error(directive, rule))
+    }
+
+    /// Splitting or fusing a loop that already has a kind would drop the kind silently.
+    fn check_serial(&self, directive: &Directive, at: usize) -> Result<(), ScheduleError> {
+        let dim = &self.loops.dims[at];
+        if dim.kind != ForKind::Serial {
+            return Err(self.error(
+                directive,
+                Rule::KindBeforeSplit {
+                    var: dim.name.clone(),
+                    kind: dim.kind,
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_fresh(
+        &self,
+        directive: &Directive,
+        name: &str,
+        allowed_reuse: Option<&str>,
+    ) -> Result<(), ScheduleError> {
+        let taken = self.loops.dims.iter().any(|d| d.name == name)
+            || self.consumed.iter().any(|c| c == name);
+        if taken && allowed_reuse != Some(name) {
+            return Err(self.error(
+                directive,
+                Rule::NameInUse {
+                    name: name.to_string(),
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, d: &Directive) -> Result<(), ScheduleError> {
+        match d {
+            Directive::Split {
+                var,
+                outer,
+                inner,
+                factor,
+                tail,
+            } => self.split(d, var, outer, inner, *factor, *tail),
+            Directive::Fuse {
+                outer,
+                inner,
+                fused,
+            } => self.fuse(d, outer, inner, fused),
+            Directive::Reorder(vars) => self.reorder(d, vars),
+            Directive::Tile {
+                y,
+                x,
+                yo,
+                xo,
+                yi,
+                xi,
+                fy,
+                fx,
+                tail,
+            } => {
+                self.split(d, y, yo, yi, *fy, *tail)?;
+                self.split(d, x, xo, xi, *fx, *tail)?;
+                self.reorder(d, &[yo.clone(), xo.clone(), yi.clone(), xi.clone()])
+            }
+            Directive::Vectorize { var, width } => {
+                self.set_kind(d, var, *width, ForKind::Vectorized, ".v")
+            }
+            Directive::Unroll { var, factor } => {
+                self.set_kind(d, var, *factor, ForKind::Unrolled, ".u")
+            }
+            Directive::Parallel { var } => self.set_kind(d, var, None, ForKind::Parallel, ""),
+            _ => Ok(()),
+        }
+    }
+
+    fn split(
+        &mut self,
+        d: &Directive,
+        var: &str,
+        outer: &str,
+        inner: &str,
+        factor: i64,
+        tail: Option<TailStrategy>,
+    ) -> Result<(), ScheduleError> {
+        let at = self.find(d, var)?;
+        self.check_serial(d, at)?;
+        if factor <= 0 {
+            return Err(self.error(d, Rule::FactorNotPositive { factor }));
+        }
+        self.check_fresh(d, outer, Some(var))?;
+        self.check_fresh(d, inner, None)?;
+        if outer == inner {
+            return Err(self.error(
+                d,
+                Rule::NameInUse {
+                    name: inner.to_string(),
+                },
+            ));
+        }
+        let tail = self.tail_strategy(d, tail)?;
+        let old = self.loops.dims[at].clone();
+        let inner_extent = Some(factor);
+        let outer_extent = old
+            .const_extent
+            .filter(|e| e % factor == 0)
+            .map(|e| e / factor);
+        let outer_dim = Dim {
+            name: outer.to_string(),
+            kind: ForKind::Serial,
+            pure: old.pure,
+            const_extent: outer_extent,
+        };
+        let inner_dim = Dim {
+            name: inner.to_string(),
+            kind: ForKind::Serial,
+            pure: old.pure,
+            const_extent: inner_extent,
+        };
+        self.loops.dims.splice(at..=at, [outer_dim, inner_dim]);
+        if var != outer {
+            self.consumed.push(var.to_string());
+        }
+        self.loops.steps.push(Step::Split {
+            old: var.to_string(),
+            outer: outer.to_string(),
+            inner: inner.to_string(),
+            factor,
+            tail,
+        });
+        Ok(())
+    }
+
+    /// The tail a split uses: the one asked for if legal here, else the default (shift for a
+    /// pure definition, guard for an update).
+    fn tail_strategy(
+        &self,
+        d: &Directive,
+        asked: Option<TailStrategy>,
+    ) -> Result<TailStrategy, ScheduleError> {
+        let is_update = self.stage != StageRef::Pure;
+        match asked {
+            None if is_update => Ok(TailStrategy::Guard),
+            None => Ok(TailStrategy::Shift),
+            Some(TailStrategy::Shift) if is_update => Err(self.error(d, Rule::ShiftOnUpdate)),
+            Some(TailStrategy::RoundUp) if is_update || self.is_output => Err(self.error(
+                d,
+                Rule::RoundUpNeedsPadding {
+                    is_output: self.is_output && !is_update,
+                },
+            )),
+            Some(t) => Ok(t),
+        }
+    }
+
+    fn fuse(
+        &mut self,
+        d: &Directive,
+        outer: &str,
+        inner: &str,
+        fused: &str,
+    ) -> Result<(), ScheduleError> {
+        let o = self.find(d, outer)?;
+        let i = self.find(d, inner)?;
+        if i != o + 1 {
+            return Err(self.error(
+                d,
+                Rule::FuseNotAdjacent {
+                    loops: self.loop_names(),
+                },
+            ));
+        }
+        self.check_serial(d, o)?;
+        self.check_serial(d, i)?;
+        self.check_fresh(d, fused, None)?;
+        let (od, id) = (self.loops.dims[o].clone(), self.loops.dims[i].clone());
+        if od.pure != id.pure {
+            return Err(self.error(d, Rule::FuseMixesReduction));
+        }
+        let const_extent = od.const_extent.zip(id.const_extent).map(|(a, b)| a * b);
+        let dim = Dim {
+            name: fused.to_string(),
+            kind: ForKind::Serial,
+            pure: od.pure,
+            const_extent,
+        };
+        self.loops.dims.splice(o..=i, [dim]);
+        self.consumed.push(outer.to_string());
+        self.consumed.push(inner.to_string());
+        self.loops.steps.push(Step::Fuse {
+            outer: outer.to_string(),
+            inner: inner.to_string(),
+            fused: fused.to_string(),
+        });
+        Ok(())
+    }
+
+    fn reorder(&mut self, d: &Directive, vars: &[String]) -> Result<(), ScheduleError> {
+        let mut positions = Vec::new();
+        for (i, var) in vars.iter().enumerate() {
+            if vars[..i].contains(var) {
+                return Err(self.error(d, Rule::ReorderRepeats { var: var.clone() }));
+            }
+            positions.push(self.find(d, var)?);
+        }
+        let mut slots = positions.clone();
+        slots.sort_unstable();
+        let moved: Vec<Dim> = positions
+            .iter()
+            .map(|&p| self.loops.dims[p].clone())
+            .collect();
+        let mut dims = self.loops.dims.clone();
+        for (slot, dim) in slots.iter().zip(moved) {
+            dims[*slot] = dim;
+        }
+        self.check_reorder_legal(d, &dims)?;
+        self.loops.dims = dims;
+        Ok(())
+    }
+
+    /// Reduction loops keep their relative order unless the update's combination is
+    /// associative and commutative; pure loops may cross reduction loops only if each element
+    /// depends on itself alone.
+    fn check_reorder_legal(&self, d: &Directive, dims: &[Dim]) -> Result<(), ScheduleError> {
+        let reductions = |ds: &[Dim]| {
+            ds.iter()
+                .filter(|x| !x.pure)
+                .map(|x| x.name.clone())
+                .collect::<Vec<_>>()
+        };
+        if !self.freedom.reorderable_reduction && reductions(dims) != reductions(&self.loops.dims) {
+            return Err(self.error(d, Rule::ReorderChangesReduction));
+        }
+        if !self.freedom.independent_elements && dims != self.loops.dims.as_slice() {
+            return Err(self.error(d, Rule::ReorderChangesReduction));
+        }
+        Ok(())
+    }
+
+    /// Marks a loop vectorized, unrolled or parallel; with a width, splits it first.
+    fn set_kind(
+        &mut self,
+        d: &Directive,
+        var: &str,
+        width: Option<i64>,
+        kind: ForKind,
+        suffix: &str,
+    ) -> Result<(), ScheduleError> {
+        let mut at = self.find(d, var)?;
+        let max = max_lanes(kind);
+        if let Some(w) = width {
+            if w <= 0 || w > max {
+                return Err(self.error(
+                    d,
+                    Rule::WidthOutOfRange {
+                        width: w,
+                        max,
+                        kind,
+                    },
+                ));
+            }
+            let inner = format!("{var}{suffix}");
+            self.split(d, var, var, &inner, w, None)?;
+            at += 1;
+        }
+        let dim = &self.loops.dims[at];
+        if dim.kind != ForKind::Serial {
+            return Err(self.error(
+                d,
+                Rule::LoopKindTwice {
+                    var: dim.name.clone(),
+                    kind: dim.kind,
+                },
+            ));
+        }
+        let needs_constant = matches!(kind, ForKind::Vectorized | ForKind::Unrolled);
+        match dim.const_extent {
+            Some(e) if needs_constant && e > max => {
+                return Err(self.error(
+                    d,
+                    Rule::WidthOutOfRange {
+                        width: e,
+                        max,
+                        kind,
+                    },
+                ));
+            }
+            None if needs_constant => {
+                return Err(self.error(
+                    d,
+                    Rule::ExtentNotConstant {
+                        var: dim.name.clone(),
+                        kind,
+                    },
+                ))
+            }
+            _ => {}
+        }
+        let carries = !dim.pure || !self.freedom.independent_elements;
+        if carries && matches!(kind, ForKind::Vectorized | ForKind::Parallel) {
+            return Err(self.error(
+                d,
+                Rule::CarriesReduction {
+                    var: dim.name.clone(),
+                    kind,
+                },
+            ));
+        }
+        self.loops.dims[at].kind = kind;
+        Ok(())
+    }
+}

@@ -1,0 +1,323 @@
+//! Schedules as data: for each function and each of its stages, the directives of
+//! ../shared/DESIGN.md §4 in the order written. A `Schedule` is built with the chaining API
+//! (`s.func("out").tile(...).vectorize(...)`), parsed from and printed to the text form
+//! (`text.rs`, round-trips exactly), serialized with serde, and validated against a pipeline
+//! before lowering (`validate.rs`).
+//!
+//! Conventions (where Halide differs, we follow the kernel language's "last is innermost"):
+//! - `reorder(a, b, c)` lists loops **outermost first**: `c` becomes the innermost.
+//! - `tile(y, x, yo, xo, yi, xi, fy, fx)` splits `y` by `fy` and `x` by `fx` and orders the
+//!   loops `yo, xo, yi, xi` (outer dimension first).
+//! - `vectorize(x, w)` splits `x` by `w`, keeps the name `x` for the outer loop and vectorizes
+//!   the inner one, named `x.v`; `unroll(x, f)` likewise with `x.u`.
+//!
+//! What a schedule leaves unsaid keeps its default: a pure function is inlined into its
+//! consumers; the output and any function with an update are computed at root; loops run
+//! serially in the order of the definition's variables, the last innermost, and an update's pure
+//! variables loop outside its reduction variables.
+
+pub mod loops;
+pub mod text;
+pub mod validate;
+
+use serde::{Deserialize, Serialize};
+
+/// A whole schedule: lines in the order written.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Schedule {
+    pub lines: Vec<Line>,
+}
+
+/// The directives for one stage of one function: `name:` or `name.update(i):`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Line {
+    pub func: String,
+    pub stage: StageRef,
+    pub directives: Vec<Directive>,
+}
+
+/// Which definition of a function a line schedules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum StageRef {
+    /// The pure definition (stage 0). Placement directives live here.
+    Pure,
+    /// The `i`-th update definition (stage `i + 1`).
+    Update(usize),
+}
+
+impl StageRef {
+    /// 0 for the pure definition, `i + 1` for update `i`.
+    pub fn index(self) -> usize {
+        match self {
+            StageRef::Pure => 0,
+            StageRef::Update(i) => i + 1,
+        }
+    }
+}
+
+/// What happens to the last partial piece when a split factor does not divide the extent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TailStrategy {
+    /// Guard the body with `if x < extent` (always legal).
+    Guard,
+    /// Shift the last piece inwards so it ends at the extent, recomputing some points (pure
+    /// definitions only; falls back to guarding when the extent is smaller than the factor).
+    Shift,
+    /// Compute the whole last piece past the extent (not for outputs: it needs padded storage).
+    RoundUp,
+}
+
+/// A loop named in a directive: a function (and stage) and one of its loop variables.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LoopLevel {
+    pub func: String,
+    pub stage: StageRef,
+    pub var: String,
+}
+
+/// One schedule directive, named as in Halide.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Directive {
+    /// `split(x, xo, xi, factor[, tail])`: `x = xo * factor + xi`, `xi` inner.
+    Split {
+        var: String,
+        outer: String,
+        inner: String,
+        factor: i64,
+        tail: Option<TailStrategy>,
+    },
+    /// `fuse(outer, inner, fused)`: one loop over both (they must be adjacent, outer first).
+    Fuse {
+        outer: String,
+        inner: String,
+        fused: String,
+    },
+    /// `reorder(a, b, ...)`: these loops in this order, outermost first; others keep their places.
+    Reorder(Vec<String>),
+    /// `tile(y, x, yo, xo, yi, xi, fy, fx[, tail])`.
+    Tile {
+        y: String,
+        x: String,
+        yo: String,
+        xo: String,
+        yi: String,
+        xi: String,
+        fy: i64,
+        fx: i64,
+        tail: Option<TailStrategy>,
+    },
+    /// `vectorize(x[, width])`.
+    Vectorize { var: String, width: Option<i64> },
+    /// `unroll(x[, factor])`.
+    Unroll { var: String, factor: Option<i64> },
+    /// `parallel(x)`.
+    Parallel { var: String },
+    /// `compute_inline()`: substitute the definition into every consumer.
+    ComputeInline,
+    /// `compute_root()`: compute the whole needed region before the output's loops.
+    ComputeRoot,
+    /// `compute_at(g, v)`: compute the region needed by one iteration of `g`'s loop `v`.
+    ComputeAt(LoopLevel),
+    /// `store_root()`: allocate at root (with `compute_at`, storage outlives the loop).
+    StoreRoot,
+    /// `store_at(g, v)`: allocate inside `g`'s loop `v`.
+    StoreAt(LoopLevel),
+}
+
+impl Directive {
+    /// Whether this directive places the function (rather than shaping a stage's loops).
+    pub fn is_placement(&self) -> bool {
+        matches!(
+            self,
+            Directive::ComputeInline
+                | Directive::ComputeRoot
+                | Directive::ComputeAt(_)
+                | Directive::StoreRoot
+                | Directive::StoreAt(_)
+        )
+    }
+}
+
+impl Schedule {
+    pub fn new() -> Schedule {
+        Schedule::default()
+    }
+
+    /// Starts (or continues) the line for `func`'s pure definition.
+    pub fn func(&mut self, func: &str) -> StageBuilder<'_> {
+        self.stage(func, StageRef::Pure)
+    }
+
+    /// Starts (or continues) the line for one stage of `func`.
+    pub fn stage(&mut self, func: &str, stage: StageRef) -> StageBuilder<'_> {
+        let line = match self
+            .lines
+            .iter()
+            .position(|l| l.func == func && l.stage == stage)
+        {
+            Some(i) => i,
+            None => {
+                self.lines.push(Line {
+                    func: func.to_string(),
+                    stage,
+                    directives: Vec::new(),
+                });
+                self.lines.len() - 1
+            }
+        };
+        StageBuilder {
+            schedule: self,
+            line,
+        }
+    }
+
+    /// Every directive for one stage of one function, in order (lines may repeat a stage).
+    pub fn directives(&self, func: &str, stage: StageRef) -> Vec<&Directive> {
+        self.lines
+            .iter()
+            .filter(|l| l.func == func && l.stage == stage)
+            .flat_map(|l| &l.directives)
+            .collect()
+    }
+}
+
+/// The chaining API: each method appends one directive and returns the builder.
+pub struct StageBuilder<'a> {
+    schedule: &'a mut Schedule,
+    line: usize,
+}
+
+impl<'a> StageBuilder<'a> {
+    fn push(self, d: Directive) -> Self {
+        self.schedule.lines[self.line].directives.push(d);
+        self
+    }
+
+    /// Switches to update `i` of the same function.
+    pub fn update(self, i: usize) -> StageBuilder<'a> {
+        let func = self.schedule.lines[self.line].func.clone();
+        self.schedule.stage(&func, StageRef::Update(i))
+    }
+
+    pub fn split(self, var: &str, outer: &str, inner: &str, factor: i64) -> Self {
+        self.split_with(var, outer, inner, factor, None)
+    }
+
+    pub fn split_with(
+        self,
+        var: &str,
+        outer: &str,
+        inner: &str,
+        factor: i64,
+        tail: Option<TailStrategy>,
+    ) -> Self {
+        self.push(Directive::Split {
+            var: var.into(),
+            outer: outer.into(),
+            inner: inner.into(),
+            factor,
+            tail,
+        })
+    }
+
+    pub fn fuse(self, outer: &str, inner: &str, fused: &str) -> Self {
+        self.push(Directive::Fuse {
+            outer: outer.into(),
+            inner: inner.into(),
+            fused: fused.into(),
+        })
+    }
+
+    pub fn reorder(self, vars: &[&str]) -> Self {
+        self.push(Directive::Reorder(
+            vars.iter().map(|v| v.to_string()).collect(),
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn tile(
+        self,
+        y: &str,
+        x: &str,
+        yo: &str,
+        xo: &str,
+        yi: &str,
+        xi: &str,
+        fy: i64,
+        fx: i64,
+    ) -> Self {
+        self.push(Directive::Tile {
+            y: y.into(),
+            x: x.into(),
+            yo: yo.into(),
+            xo: xo.into(),
+            yi: yi.into(),
+            xi: xi.into(),
+            fy,
+            fx,
+            tail: None,
+        })
+    }
+
+    pub fn vectorize(self, var: &str, width: i64) -> Self {
+        self.push(Directive::Vectorize {
+            var: var.into(),
+            width: Some(width),
+        })
+    }
+
+    /// Vectorizes a loop of constant extent as it is.
+    pub fn vectorize_loop(self, var: &str) -> Self {
+        self.push(Directive::Vectorize {
+            var: var.into(),
+            width: None,
+        })
+    }
+
+    pub fn unroll(self, var: &str, factor: i64) -> Self {
+        self.push(Directive::Unroll {
+            var: var.into(),
+            factor: Some(factor),
+        })
+    }
+
+    /// Unrolls a loop of constant extent completely.
+    pub fn unroll_loop(self, var: &str) -> Self {
+        self.push(Directive::Unroll {
+            var: var.into(),
+            factor: None,
+        })
+    }
+
+    pub fn parallel(self, var: &str) -> Self {
+        self.push(Directive::Parallel { var: var.into() })
+    }
+
+    pub fn compute_inline(self) -> Self {
+        self.push(Directive::ComputeInline)
+    }
+
+    pub fn compute_root(self) -> Self {
+        self.push(Directive::ComputeRoot)
+    }
+
+    pub fn compute_at(self, func: &str, var: &str) -> Self {
+        self.push(Directive::ComputeAt(LoopLevel {
+            func: func.into(),
+            stage: StageRef::Pure,
+            var: var.into(),
+        }))
+    }
+
+    pub fn store_root(self) -> Self {
+        self.push(Directive::StoreRoot)
+    }
+
+    pub fn store_at(self, func: &str, var: &str) -> Self {
+        self.push(Directive::StoreAt(LoopLevel {
+            func: func.into(),
+            stage: StageRef::Pure,
+            var: var.into(),
+        }))
+    }
+}

@@ -1,0 +1,765 @@
+//! Validation: checks a schedule against a pipeline before lowering and resolves it into a
+//! `Plan` (each function's placement, storage level and stage loops). Every illegal directive is
+//! a `ScheduleError` that prints the function, the directive as written, the rule it breaks and
+//! what would be legal. No directive is ever silently ignored.
+
+use super::loops::{stage_loops, StageLoops};
+use super::{Directive, LoopLevel, Schedule, StageRef};
+use crate::ir::ForKind;
+use crate::lower::lift_reductions::Lifted;
+use std::collections::BTreeMap;
+use std::fmt;
+use strata_dsl::ir::{CallTarget, Expr, Func, Pipeline};
+
+/// Why a schedule cannot be used with a pipeline.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ScheduleError {
+    #[error("schedule names unknown function `{name}` (the functions are: {})", known.join(", "))]
+    UnknownFunction { name: String, known: Vec<String> },
+    #[error(
+        "schedule names `{func}.update({index})`, but `{func}` has {count} update definition(s)"
+    )]
+    UnknownStage {
+        func: String,
+        index: usize,
+        count: usize,
+    },
+    #[error("in the schedule of `{func}{}`: `{directive}`: {rule}", stage_suffix(*stage))]
+    Directive {
+        func: String,
+        stage: StageRef,
+        directive: String,
+        rule: Rule,
+    },
+}
+
+fn stage_suffix(stage: StageRef) -> String {
+    match stage {
+        StageRef::Pure => String::new(),
+        StageRef::Update(i) => format!(".update({i})"),
+    }
+}
+
+/// The rule a directive breaks, with what would be legal.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Rule {
+    UnknownVar {
+        var: String,
+        loops: Vec<String>,
+    },
+    AlreadyReplaced {
+        var: String,
+        loops: Vec<String>,
+    },
+    NameInUse {
+        name: String,
+    },
+    FactorNotPositive {
+        factor: i64,
+    },
+    WidthOutOfRange {
+        width: i64,
+        max: i64,
+        kind: ForKind,
+    },
+    ExtentNotConstant {
+        var: String,
+        kind: ForKind,
+    },
+    LoopKindTwice {
+        var: String,
+        kind: ForKind,
+    },
+    KindBeforeSplit {
+        var: String,
+        kind: ForKind,
+    },
+    CarriesReduction {
+        var: String,
+        kind: ForKind,
+    },
+    ReorderRepeats {
+        var: String,
+    },
+    ReorderChangesReduction,
+    FuseNotAdjacent {
+        loops: Vec<String>,
+    },
+    FuseMixesReduction,
+    ShiftOnUpdate,
+    RoundUpNeedsPadding {
+        is_output: bool,
+    },
+    PlacementOnUpdate,
+    PlacementOfOutput,
+    InlineWithUpdate,
+    PlacedTwice {
+        first: String,
+    },
+    /// `var` is not a loop of the stage a `compute_at`/`store_at` names.
+    UnknownLoopLevel {
+        var: String,
+        loops: Vec<String>,
+    },
+    /// A `compute_at`/`store_at` names a function or update that does not exist.
+    UnknownLevelStage {
+        name: String,
+        stages: Vec<String>,
+    },
+    AtInlined {
+        func: String,
+    },
+    NotEnclosing {
+        consumer: String,
+        legal: String,
+    },
+    InsideVector {
+        var: String,
+    },
+    Cycle {
+        chain: Vec<String>,
+    },
+    /// `compute` is the `compute_...` directive, or `None` for the default (root).
+    StoreInsideCompute {
+        compute: Option<String>,
+    },
+    /// Storage or loop directives for a function computed inline.
+    ScheduledInline,
+}
+
+fn kind_name(kind: ForKind) -> &'static str {
+    match kind {
+        ForKind::Serial => "serial",
+        ForKind::Parallel => "parallel",
+        ForKind::Vectorized => "vectorized",
+        ForKind::Unrolled => "unrolled",
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rule::UnknownVar { var, loops } => write!(f, "`{var}` is not a loop here; the loops are: {}", loops.join(", ")),
+            Rule::AlreadyReplaced { var, loops } => write!(
+                f,
+                "`{var}` was already split or fused away and cannot be split twice; the loops are now: {}",
+                loops.join(", ")
+            ),
+            Rule::NameInUse { name } => write!(f, "the new loop name `{name}` is already in use; choose a fresh name"),
+            Rule::FactorNotPositive { factor } => write!(f, "the factor must be a positive integer, not {factor}"),
+            Rule::WidthOutOfRange { width, max, kind: ForKind::Unrolled } => {
+                write!(f, "an unroll factor of {width} is out of range; use 1 to {max}")
+            }
+            Rule::WidthOutOfRange { width, max, .. } => write!(f, "a width of {width} is out of range; use 1 to {max}"),
+            Rule::ExtentNotConstant { var, kind: ForKind::Unrolled } => write!(
+                f,
+                "the extent of `{var}` is not a constant; give a factor (e.g. `unroll({var}, 4)`) or split it first"
+            ),
+            Rule::ExtentNotConstant { var, .. } => write!(
+                f,
+                "the extent of `{var}` is not a constant; give a width (e.g. `vectorize({var}, 8)`) or split it first"
+            ),
+            Rule::LoopKindTwice { var, kind } => write!(f, "`{var}` is already {}; a loop has one kind", kind_name(*kind)),
+            Rule::KindBeforeSplit { var, kind } => write!(
+                f,
+                "`{var}` is already {}; split and fuse loops before giving them a kind",
+                kind_name(*kind)
+            ),
+            Rule::CarriesReduction { var, kind } => write!(
+                f,
+                "loop `{var}` carries a reduction dependency and cannot be {}; only pure loops whose elements are computed independently can",
+                kind_name(*kind)
+            ),
+            Rule::ReorderRepeats { var } => write!(f, "`{var}` appears twice; reorder takes a permutation of loops"),
+            Rule::ReorderChangesReduction => f.write_str(
+                "this order changes the meaning of the update: its reduction loops must keep their order (the update is not an associative `+=`, `-=`, `*=`, max or min fold) or its elements depend on each other",
+            ),
+            Rule::FuseNotAdjacent { loops } => write!(
+                f,
+                "only adjacent loops can be fused, the outer one first; the loops are: {}",
+                loops.join(", ")
+            ),
+            Rule::FuseMixesReduction => f.write_str("a pure loop and a reduction loop cannot be fused"),
+            Rule::ShiftOnUpdate => f.write_str(
+                "the shift tail recomputes points, which an update cannot do; use guard",
+            ),
+            Rule::RoundUpNeedsPadding { is_output: true } => f.write_str(
+                "the round_up tail computes past the extent, which the output cannot store; use guard or shift",
+            ),
+            Rule::RoundUpNeedsPadding { is_output: false } => f.write_str(
+                "the round_up tail cannot be used on an update; use guard",
+            ),
+            Rule::PlacementOnUpdate => f.write_str(
+                "where a function is computed and stored is scheduled on its pure definition's line, not an update's",
+            ),
+            Rule::PlacementOfOutput => f.write_str("the output is always computed and stored at root"),
+            Rule::InlineWithUpdate => f.write_str(
+                "a function with an update definition cannot be inlined; use compute_root() or compute_at(...)",
+            ),
+            Rule::PlacedTwice { first } => write!(f, "the function is already placed by `{first}`; a function is placed once"),
+            Rule::UnknownLoopLevel { var, loops } => {
+                write!(f, "`{var}` is not a loop of that stage; its loops are: {}", loops.join(", "))
+            }
+            Rule::UnknownLevelStage { name, stages } => {
+                write!(f, "there is no function stage `{name}`; the stages are: {}", stages.join(", "))
+            }
+            Rule::AtInlined { func: g } => write!(
+                f,
+                "`{g}` is computed inline, so it has no loops to compute at; place `{g}` with compute_root() or compute_at(...) too, or name a loop of its consumer"
+            ),
+            Rule::NotEnclosing { consumer, legal } => write!(
+                f,
+                "that loop does not enclose every use: `{consumer}` also reads this function outside it; legal: {legal}"
+            ),
+            Rule::InsideVector { var } => write!(
+                f,
+                "`{var}` is a vectorized loop or inside one; compute at a loop outside the vectorized loop"
+            ),
+            Rule::Cycle { chain } => write!(f, "placements form a cycle: {}", chain.join(" -> ")),
+            Rule::StoreInsideCompute { compute: Some(compute) } => write!(
+                f,
+                "storage must be at the compute level or outside it, and this function is computed by `{compute}`"
+            ),
+            Rule::StoreInsideCompute { compute: None } => f.write_str(
+                "storage must be at the compute level or outside it, and this function is computed at root (the default for a function with an update definition); compute it inside that loop with compute_at(...)",
+            ),
+            Rule::ScheduledInline => f.write_str(
+                "the function is computed inline (as a pure function is unless placed), so it has no loops or storage to schedule; add compute_root() or compute_at(...)",
+            ),
+        }
+    }
+}
+
+/// Where a function is computed (or stored).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Placement {
+    Inline,
+    Root,
+    /// Inside the loop `var` of stage `stage` of `func`.
+    At {
+        func: String,
+        stage: usize,
+        var: String,
+    },
+}
+
+/// How one function is scheduled.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FuncPlan {
+    pub name: String,
+    pub compute: Placement,
+    pub store: Placement,
+    /// Loops of each stage: the pure definition, then each update.
+    pub stages: Vec<StageLoops>,
+}
+
+/// A validated schedule, resolved against a (lifted) pipeline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub lifted: Lifted,
+    pub funcs: BTreeMap<String, FuncPlan>,
+}
+
+impl Plan {
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.lifted.pipeline
+    }
+}
+
+/// Checks `schedule` against `lifted` and resolves it.
+pub fn validate(lifted: &Lifted, schedule: &Schedule) -> Result<Plan, ScheduleError> {
+    let pipeline = &lifted.pipeline;
+    check_lines(pipeline, schedule)?;
+    let mut funcs = BTreeMap::new();
+    for func in &pipeline.funcs {
+        let stages = func_stage_loops(pipeline, func, schedule)?;
+        funcs.insert(
+            func.name.clone(),
+            FuncPlan {
+                name: func.name.clone(),
+                compute: Placement::Root,
+                store: Placement::Root,
+                stages,
+            },
+        );
+    }
+    for func in &pipeline.funcs {
+        let (compute, store) = explicit_placement(pipeline, func, schedule, &funcs)?;
+        let plan = funcs
+            .get_mut(&func.name)
+            .ok_or_else(|| unknown(&func.name, pipeline))?;
+        plan.compute = compute.unwrap_or_else(|| default_compute(func, pipeline));
+        plan.store = store.unwrap_or_else(|| plan.compute.clone());
+    }
+    resolve_anonymous(lifted, schedule, &mut funcs);
+    check_inline_has_no_loops(&funcs, schedule)?;
+    let plan = Plan {
+        lifted: lifted.clone(),
+        funcs,
+    };
+    for func in &pipeline.funcs {
+        check_encloses(&plan, func, schedule)?;
+    }
+    Ok(plan)
+}
+
+fn unknown(name: &str, pipeline: &Pipeline) -> ScheduleError {
+    ScheduleError::UnknownFunction {
+        name: name.to_string(),
+        known: pipeline.funcs.iter().map(|f| f.name.clone()).collect(),
+    }
+}
+
+fn check_lines(pipeline: &Pipeline, schedule: &Schedule) -> Result<(), ScheduleError> {
+    for line in &schedule.lines {
+        let func = pipeline
+            .func(&line.func)
+            .ok_or_else(|| unknown(&line.func, pipeline))?;
+        if let StageRef::Update(i) = line.stage {
+            if i >= func.updates.len() {
+                return Err(ScheduleError::UnknownStage {
+                    func: func.name.clone(),
+                    index: i,
+                    count: func.updates.len(),
+                });
+            }
+            if let Some(d) = line.directives.iter().find(|d| d.is_placement()) {
+                return Err(directive_error(
+                    &func.name,
+                    line.stage,
+                    d,
+                    Rule::PlacementOnUpdate,
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn directive_error(func: &str, stage: StageRef, d: &Directive, rule: Rule) -> ScheduleError {
+    ScheduleError::Directive {
+        func: func.to_string(),
+        stage,
+        directive: d.to_string(),
+        rule,
+    }
+}
+
+/// The constant extent of a reduction domain `lo..hi` when both bounds are constants.
+fn const_extent(lo: &Expr, hi: &Expr) -> Option<i64> {
+    match (lo, hi) {
+        (Expr::Const(a), Expr::Const(b)) => Some(b.as_i64()? - a.as_i64()?),
+        _ => None,
+    }
+}
+
+fn func_stage_loops(
+    pipeline: &Pipeline,
+    func: &Func,
+    schedule: &Schedule,
+) -> Result<Vec<StageLoops>, ScheduleError> {
+    let is_output = func.name == pipeline.output.name;
+    let stages =
+        std::iter::once(StageRef::Pure).chain((0..func.updates.len()).map(StageRef::Update));
+    stages
+        .map(|stage| {
+            stage_loops(
+                func,
+                stage,
+                is_output,
+                &schedule.directives(&func.name, stage),
+                &const_extent,
+            )
+        })
+        .collect()
+}
+
+/// Pure functions are inlined; the output and functions with updates are computed at root.
+fn default_compute(func: &Func, pipeline: &Pipeline) -> Placement {
+    if func.name == pipeline.output.name || !func.updates.is_empty() {
+        Placement::Root
+    } else {
+        Placement::Inline
+    }
+}
+
+type Explicit = (Option<Placement>, Option<Placement>);
+
+/// The compute and store placements a function's line asks for, checked one by one.
+fn explicit_placement(
+    pipeline: &Pipeline,
+    func: &Func,
+    schedule: &Schedule,
+    funcs: &BTreeMap<String, FuncPlan>,
+) -> Result<Explicit, ScheduleError> {
+    let mut compute: Option<(Placement, &Directive)> = None;
+    let mut store: Option<(Placement, &Directive)> = None;
+    let is_output = func.name == pipeline.output.name;
+    for d in schedule
+        .directives(&func.name, StageRef::Pure)
+        .into_iter()
+        .filter(|d| d.is_placement())
+    {
+        let fail = |rule| directive_error(&func.name, StageRef::Pure, d, rule);
+        if is_output {
+            return Err(fail(Rule::PlacementOfOutput));
+        }
+        let placement = match d {
+            Directive::ComputeInline if !func.updates.is_empty() => {
+                return Err(fail(Rule::InlineWithUpdate))
+            }
+            Directive::ComputeInline => Placement::Inline,
+            Directive::ComputeRoot | Directive::StoreRoot => Placement::Root,
+            Directive::ComputeAt(level) | Directive::StoreAt(level) => {
+                resolve_level(pipeline, level, funcs).map_err(fail)?
+            }
+            _ => continue,
+        };
+        let slot = if matches!(d, Directive::StoreRoot | Directive::StoreAt(_)) {
+            &mut store
+        } else {
+            &mut compute
+        };
+        if let Some((_, first)) = slot {
+            return Err(fail(Rule::PlacedTwice {
+                first: first.to_string(),
+            }));
+        }
+        *slot = Some((placement, d));
+    }
+    if let Some((s, d)) = &store {
+        let fail = |rule| directive_error(&func.name, StageRef::Pure, d, rule);
+        let c = compute
+            .as_ref()
+            .map_or_else(|| default_compute(func, pipeline), |(c, _)| c.clone());
+        if c == Placement::Inline {
+            return Err(fail(Rule::ScheduledInline));
+        }
+        if !store_encloses(s, &c, funcs) {
+            return Err(fail(Rule::StoreInsideCompute {
+                compute: compute.as_ref().map(|(_, d)| d.to_string()),
+            }));
+        }
+    }
+    Ok((compute.map(|c| c.0), store.map(|s| s.0)))
+}
+
+/// A function computed inline has no loops: loop directives on its line would be ignored.
+fn check_inline_has_no_loops(
+    funcs: &BTreeMap<String, FuncPlan>,
+    schedule: &Schedule,
+) -> Result<(), ScheduleError> {
+    for (name, _) in funcs.iter().filter(|(_, p)| p.compute == Placement::Inline) {
+        let directives = schedule.directives(name, StageRef::Pure);
+        if let Some(d) = directives.into_iter().find(|d| !d.is_placement()) {
+            return Err(directive_error(
+                name,
+                StageRef::Pure,
+                d,
+                Rule::ScheduledInline,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Resolves `g[.update(i)], v` to a loop of that stage, refusing vectorized loops.
+fn resolve_level(
+    pipeline: &Pipeline,
+    level: &LoopLevel,
+    funcs: &BTreeMap<String, FuncPlan>,
+) -> Result<Placement, Rule> {
+    let name = format!("{}{}", level.func, stage_suffix(level.stage));
+    let Some(stage) = funcs
+        .get(&level.func)
+        .and_then(|plan| plan.stages.get(level.stage.index()))
+    else {
+        return Err(Rule::UnknownLevelStage {
+            name,
+            stages: stage_names(pipeline),
+        });
+    };
+    let names: Vec<String> = stage.dims.iter().map(|d| d.name.clone()).collect();
+    let at = names
+        .iter()
+        .position(|n| n == &level.var)
+        .ok_or_else(|| Rule::UnknownLoopLevel {
+            var: level.var.clone(),
+            loops: names.clone(),
+        })?;
+    if stage.dims[..=at]
+        .iter()
+        .any(|d| d.kind == ForKind::Vectorized)
+    {
+        return Err(Rule::InsideVector {
+            var: level.var.clone(),
+        });
+    }
+    Ok(Placement::At {
+        func: level.func.clone(),
+        stage: level.stage.index(),
+        var: level.var.clone(),
+    })
+}
+
+/// Every stage of every function, as a schedule names them: `f`, `f.update(0)`, ...
+fn stage_names(pipeline: &Pipeline) -> Vec<String> {
+    let stages = |f: &Func| {
+        let updates = (0..f.updates.len())
+            .map(|i| format!("{}{}", f.name, stage_suffix(StageRef::Update(i))));
+        std::iter::once(f.name.clone())
+            .chain(updates)
+            .collect::<Vec<_>>()
+    };
+    pipeline.funcs.iter().flat_map(stages).collect()
+}
+
+/// Whether storage at `store` is at or outside computation at `compute`.
+fn store_encloses(
+    store: &Placement,
+    compute: &Placement,
+    funcs: &BTreeMap<String, FuncPlan>,
+) -> bool {
+    match (store, compute) {
+        (Placement::Root, _) => true,
+        (_, Placement::Root | Placement::Inline) => false,
+        (
+            Placement::At {
+                func: sf,
+                stage: ss,
+                var: sv,
+            },
+            Placement::At {
+                func: cf,
+                stage: cs,
+                var: cv,
+            },
+        ) => {
+            let Some(stage) = funcs.get(sf).and_then(|p| p.stages.get(*ss)) else {
+                return false;
+            };
+            let pos = |v: &str| stage.dims.iter().position(|d| d.name == v);
+            sf == cf && ss == cs && pos(sv) <= pos(cv)
+        }
+        (Placement::Inline, _) => false,
+    }
+}
+
+/// Functions lifting created default to the innermost non-vector loop of their one consumer.
+fn resolve_anonymous(lifted: &Lifted, schedule: &Schedule, funcs: &mut BTreeMap<String, FuncPlan>) {
+    for (name, _) in &lifted.anonymous {
+        let placed = schedule
+            .directives(name, StageRef::Pure)
+            .iter()
+            .any(|d| d.is_placement());
+        if placed {
+            continue;
+        }
+        let consumers = effective_consumers(&lifted.pipeline, funcs, name);
+        let placement = match consumers.as_slice() {
+            [(consumer, stage)] => innermost_loop(funcs, consumer, *stage),
+            _ => None,
+        };
+        if let (Some(placement), Some(plan)) = (placement, funcs.get_mut(name)) {
+            plan.store = placement.clone();
+            plan.compute = placement;
+        }
+    }
+}
+
+fn innermost_loop(
+    funcs: &BTreeMap<String, FuncPlan>,
+    consumer: &str,
+    stage: usize,
+) -> Option<Placement> {
+    let dims = &funcs.get(consumer)?.stages.get(stage)?.dims;
+    let first_vector = dims
+        .iter()
+        .position(|d| d.kind == ForKind::Vectorized)
+        .unwrap_or(dims.len());
+    let var = dims[..first_vector].last()?.name.clone();
+    Some(Placement::At {
+        func: consumer.to_string(),
+        stage,
+        var,
+    })
+}
+
+/// The (function, stage) pairs that read `name`, looking through inlined functions.
+pub fn effective_consumers(
+    pipeline: &Pipeline,
+    funcs: &BTreeMap<String, FuncPlan>,
+    name: &str,
+) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for func in &pipeline.funcs {
+        if func.name == name {
+            continue;
+        }
+        let inlined = funcs
+            .get(&func.name)
+            .is_some_and(|p| p.compute == Placement::Inline);
+        for stage in stages_reading(func, name) {
+            if inlined {
+                for c in effective_consumers(pipeline, funcs, &func.name) {
+                    if !out.contains(&c) {
+                        out.push(c);
+                    }
+                }
+            } else if !out.contains(&(func.name.clone(), stage)) {
+                out.push((func.name.clone(), stage));
+            }
+        }
+    }
+    out
+}
+
+/// The stages of `func` whose definitions call `name`.
+fn stages_reading(func: &Func, name: &str) -> Vec<usize> {
+    let reads = |e: &Expr| {
+        let mut found = false;
+        e.for_each(&mut |x| {
+            found |= matches!(x, Expr::Call(c) if c.target == CallTarget::Func && c.name == name)
+        });
+        found
+    };
+    let mut stages = Vec::new();
+    if reads(&func.value) {
+        stages.push(0);
+    }
+    for (i, u) in func.updates.iter().enumerate() {
+        if reads(&u.value) || u.args.iter().any(reads) {
+            stages.push(i + 1);
+        }
+    }
+    stages
+}
+
+/// Checks a `compute_at` loop encloses every use of the function.
+fn check_encloses(plan: &Plan, func: &Func, schedule: &Schedule) -> Result<(), ScheduleError> {
+    let Some(fp) = plan.funcs.get(&func.name) else {
+        return Ok(());
+    };
+    let Placement::At {
+        func: g,
+        stage,
+        var,
+    } = &fp.compute
+    else {
+        return Ok(());
+    };
+    let directive = schedule
+        .directives(&func.name, StageRef::Pure)
+        .into_iter()
+        .find(|d| matches!(d, Directive::ComputeAt(_)))
+        .map(|d| d.to_string())
+        .unwrap_or_else(|| format!("(default) compute_at({g}, {var})"));
+    let fail = |rule| ScheduleError::Directive {
+        func: func.name.clone(),
+        stage: StageRef::Pure,
+        directive: directive.clone(),
+        rule,
+    };
+    if plan
+        .funcs
+        .get(g)
+        .is_some_and(|p| p.compute == Placement::Inline)
+    {
+        return Err(fail(Rule::AtInlined { func: g.clone() }));
+    }
+    let mut chain = vec![func.name.clone()];
+    let target = Placement::At {
+        func: g.clone(),
+        stage: *stage,
+        var: var.clone(),
+    };
+    for (consumer, consumer_stage) in effective_consumers(plan.pipeline(), &plan.funcs, &func.name)
+    {
+        let inside = consumer == *g && consumer_stage == *stage
+            || nested_inside(plan, &consumer, &target, &mut chain).map_err(fail)?;
+        if !inside {
+            let legal = legal_levels(plan, &func.name);
+            return Err(fail(Rule::NotEnclosing { consumer, legal }));
+        }
+    }
+    if nested_inside(
+        plan,
+        g,
+        &Placement::At {
+            func: func.name.clone(),
+            stage: 0,
+            var: String::new(),
+        },
+        &mut vec![func.name.clone()],
+    )
+    .map_err(fail)?
+        || g == &func.name
+    {
+        return Err(fail(Rule::Cycle {
+            chain: vec![func.name.clone(), g.clone(), func.name.clone()],
+        }));
+    }
+    Ok(())
+}
+
+/// Whether `func` is computed inside `level` (at it, deeper in the same stage, or inside a
+/// function computed there), following compute_at chains.
+fn nested_inside(
+    plan: &Plan,
+    func: &str,
+    level: &Placement,
+    chain: &mut Vec<String>,
+) -> Result<bool, Rule> {
+    if chain.iter().any(|c| c == func) && chain.len() > 1 {
+        chain.push(func.to_string());
+        return Err(Rule::Cycle {
+            chain: chain.clone(),
+        });
+    }
+    let Some(fp) = plan.funcs.get(func) else {
+        return Ok(false);
+    };
+    let Placement::At {
+        func: g,
+        stage,
+        var,
+    } = &fp.compute
+    else {
+        return Ok(false);
+    };
+    if let Placement::At {
+        func: lf,
+        stage: ls,
+        var: lv,
+    } = level
+    {
+        if g == lf && stage == ls {
+            if lv.is_empty() {
+                return Ok(true);
+            }
+            let dims = &plan.funcs[g].stages[*stage].dims;
+            let pos = |v: &str| dims.iter().position(|d| d.name == v);
+            return Ok(pos(var) >= pos(lv));
+        }
+    }
+    chain.push(func.to_string());
+    let result = nested_inside(plan, g, level, chain);
+    chain.pop();
+    result
+}
+
+/// What a `compute_at` of `name` could name instead: the loops of its only consumer, or root.
+fn legal_levels(plan: &Plan, name: &str) -> String {
+    match effective_consumers(plan.pipeline(), &plan.funcs, name).as_slice() {
+        [(consumer, stage)] => {
+            let dims = &plan.funcs[consumer].stages[*stage].dims;
+            let loops: Vec<String> = dims.iter().map(|d| d.name.clone()).collect();
+            format!(
+                "compute_root(), or compute_at({consumer}, v) for v in {}",
+                loops.join(", ")
+            )
+        }
+        _ => "compute_root(), or a loop of a function inside which every consumer is computed"
+            .to_string(),
+    }
+}

@@ -1,0 +1,228 @@
+//! The simplifier: algebraic rewriting of loop-IR expressions, bounds-aware index arithmetic,
+//! dead-code removal, common-subexpression elimination and loop-invariant hoisting.
+//!
+//! # Laws
+//!
+//! Every rewrite (as in Halide's `Simplify_*.cpp` and Cranelift's `opts/README.md`):
+//! 1. **never makes code bigger**: cost is one unit per lane of every node, and the driver
+//!    refuses any rewrite that raises it (the rules are small functions, one file per
+//!    operator group under `rules/`; [`rule_names`] lists them);
+//! 2. **never changes a value**: bit-exact for integers, which wrap (so `(x * 2) / 2` stays);
+//!    for floats only rewrites exact in IEEE arithmetic (`x * 1.0 -> x` and `x - 0.0 -> x`,
+//!    but not `x * 0.0 -> 0.0`, `x + 0.0 -> x` or `x - x -> 0.0`). A NaN stays a NaN, but its
+//!    payload (which IEEE leaves unspecified) may change when operands are reordered;
+//! 3. **never evaluates what the program would not**: a scalar `select` evaluates only the arm
+//!    it picks, so nothing that reads memory is moved out of an arm, and a let that reads memory
+//!    is hoisted only out of a loop that provably runs;
+//! 4. **no general commutativity or associativity**: the only reordering is moving constants
+//!    to the right (of `+`, `*`, comparisons, and integer `min`/`max`) and folding constant
+//!    chains such as `(x + c1) + c2 -> x + fold(c1 + c2)` for integers.
+//!
+//! # Order
+//!
+//! [`simplify`] runs, in this order:
+//! 1. every expression is simplified to a fixed point ([`simplify_expr_with_bounds`]) knowing
+//!    the intervals of the enclosing loop variables (where the loop's min and extent have
+//!    constant bounds) and lets; an `if` whose condition becomes constant is replaced by its
+//!    branch; a loop of constant extent `<= 0` is removed (the IR runs it zero times); a loop of
+//!    extent 1 becomes `let var = min`; a let of a variable, constant or parameter is inlined
+//!    (so constants fold); loops, lets and ifs whose bodies are empty are removed;
+//! 2. dead lets are removed and lets of a variable, constant or parameter are inlined
+//!    ([`remove_dead_lets`]);
+//! 3. repeated subexpressions of each expression are named by lets ([`cse`]);
+//! 4. loop-invariant lets are hoisted out of loops ([`hoist_loop_invariants`]).
+
+pub mod cse;
+pub mod hoist;
+pub mod interval;
+mod rules;
+mod subst;
+
+pub use cse::{cse, remove_dead_lets};
+pub use hoist::hoist_loop_invariants;
+pub use interval::{bounds, Interval, Scope};
+
+use crate::ir::{Expr, Stmt};
+use rules::{rewrite_once, same};
+use subst::{is_trivial, subst_stmt};
+
+/// At most this many bottom-up passes over an expression (each normally ends at a fixed point
+/// long before).
+const MAX_PASSES: usize = 32;
+
+/// At most this many rewrites of one node within a pass.
+const MAX_REWRITES: usize = 64;
+
+/// Simplifies an expression, knowing nothing about its variables.
+pub fn simplify_expr(e: &Expr) -> Expr {
+    simplify_expr_with_bounds(e, &Scope::new())
+}
+
+/// Simplifies an expression whose variables lie in the intervals of `scope`.
+pub fn simplify_expr_with_bounds(e: &Expr, scope: &Scope) -> Expr {
+    simplify_expr_traced(e, scope).0
+}
+
+/// [`simplify_expr_with_bounds`], also returning the names of the rules applied, in order
+/// (to see why an expression came out as it did).
+pub fn simplify_expr_traced(e: &Expr, scope: &Scope) -> (Expr, Vec<&'static str>) {
+    let mut trace = Vec::new();
+    let mut current = e.clone();
+    for _ in 0..MAX_PASSES {
+        let next = pass(&current, scope, &mut trace);
+        if same(&next, &current) {
+            break;
+        }
+        current = next;
+    }
+    (current, trace)
+}
+
+/// The names of every rule, table by table (each name is the rewrite it does).
+pub fn rule_names() -> Vec<&'static str> {
+    rules::all().map(|r| r.name).collect()
+}
+
+/// One bottom-up pass: children first, then rules at the node until none applies.
+fn pass(e: &Expr, scope: &Scope, trace: &mut Vec<&'static str>) -> Expr {
+    let e = match e {
+        Expr::Let { name, value, body } => {
+            let value = pass(value, scope, trace);
+            let mut inner = scope.clone();
+            inner.push(name, bounds(&value, scope));
+            let body = pass(body, &inner, trace);
+            Expr::Let {
+                name: name.clone(),
+                value: Box::new(value),
+                body: Box::new(body),
+            }
+        }
+        _ => e.map_children(&mut |c| pass(c, scope, trace)),
+    };
+    rewrite(e, scope, trace)
+}
+
+fn rewrite(mut e: Expr, scope: &Scope, trace: &mut Vec<&'static str>) -> Expr {
+    for _ in 0..MAX_REWRITES {
+        let Some((rule, next)) = rewrite_once(&e, scope) else {
+            break;
+        };
+        trace.push(rule);
+        e = next;
+    }
+    e
+}
+
+/// Simplifies a statement: see the module doc for what runs, in which order.
+pub fn simplify(s: &Stmt) -> Stmt {
+    let s = simplify_stmt(s, &mut Scope::new());
+    let s = remove_dead_lets(&s);
+    let s = cse::cse_stmt(&s);
+    hoist_loop_invariants(&s)
+}
+
+/// Step 1 of [`simplify`]: expressions, constant conditions and trivial loops. A loop, let or
+/// `if` around nothing does nothing (expressions have no side effects), so it goes.
+fn simplify_stmt(s: &Stmt, scope: &mut Scope) -> Stmt {
+    match s {
+        Stmt::For {
+            var,
+            min,
+            extent,
+            kind,
+            body,
+        } => {
+            let min = simplify_expr_with_bounds(min, scope);
+            let extent = simplify_expr_with_bounds(extent, scope);
+            match extent.as_int() {
+                Some(n) if n <= 0 => Stmt::NoOp,
+                Some(1) => {
+                    let single = Stmt::Let {
+                        name: var.clone(),
+                        value: min,
+                        body: body.clone(),
+                    };
+                    simplify_stmt(&single, scope)
+                }
+                _ => {
+                    scope.push(var, loop_interval(&min, &extent, scope));
+                    let body = simplify_stmt(body, scope);
+                    scope.pop();
+                    if body == Stmt::NoOp {
+                        return Stmt::NoOp;
+                    }
+                    Stmt::For {
+                        var: var.clone(),
+                        min,
+                        extent,
+                        kind: *kind,
+                        body: Box::new(body),
+                    }
+                }
+            }
+        }
+        Stmt::Let { name, value, body } => {
+            let value = simplify_expr_with_bounds(value, scope);
+            // Inlining a variable, constant or parameter first lets constants fold in the body.
+            let inlined = is_trivial(&value)
+                .then(|| subst_stmt(body, name, &value))
+                .flatten();
+            if let Some(body) = inlined {
+                return simplify_stmt(&body, scope);
+            }
+            scope.push(name, bounds(&value, scope));
+            let body = simplify_stmt(body, scope);
+            scope.pop();
+            if body == Stmt::NoOp {
+                return Stmt::NoOp;
+            }
+            Stmt::Let {
+                name: name.clone(),
+                value,
+                body: Box::new(body),
+            }
+        }
+        Stmt::If {
+            cond,
+            then_case,
+            else_case,
+        } => simplify_if(cond, then_case, else_case.as_deref(), scope),
+        _ => {
+            let outer = scope.clone();
+            s.map(&mut |e| simplify_expr_with_bounds(e, &outer), &mut |c| {
+                simplify_stmt(c, scope)
+            })
+        }
+    }
+}
+
+/// The values of a loop variable: `min..min + extent`, when both have bounds and the loop
+/// can run. Loop variables are `i32`.
+fn loop_interval(min: &Expr, extent: &Expr, scope: &Scope) -> Option<Interval> {
+    let (m, n) = (bounds(min, scope)?, bounds(extent, scope)?);
+    let hi = (m.hi as i128 + n.hi as i128 - 1).min(i32::MAX as i128);
+    (n.hi >= 1).then(|| Interval::new(m.lo.max(i32::MIN as i64), hi as i64))
+}
+
+fn simplify_if(cond: &Expr, then_case: &Stmt, else_case: Option<&Stmt>, scope: &mut Scope) -> Stmt {
+    let cond = simplify_expr_with_bounds(cond, scope);
+    match cond {
+        Expr::Const(strata_dsl::Value::Bool(true)) => return simplify_stmt(then_case, scope),
+        Expr::Const(strata_dsl::Value::Bool(false)) => {
+            return else_case.map_or(Stmt::NoOp, |e| simplify_stmt(e, scope));
+        }
+        _ => {}
+    }
+    let then_case = simplify_stmt(then_case, scope);
+    let else_case = else_case
+        .map(|e| simplify_stmt(e, scope))
+        .filter(|e| *e != Stmt::NoOp);
+    if then_case == Stmt::NoOp && else_case.is_none() {
+        return Stmt::NoOp;
+    }
+    Stmt::If {
+        cond,
+        then_case: Box::new(then_case),
+        else_case: else_case.map(Box::new),
+    }
+}

@@ -1,0 +1,207 @@
+//! The answer never depends on the schedule: for every example kernel, many random legal
+//! schedules (from `generate::random_schedule`) on random shapes (sizes not divisible by any
+//! factor, size 1, primes) are lowered, run by the loop-IR interpreter and compared with the
+//! reference evaluator: integers exactly, floats within 1e-4 relative (reassociated sums).
+//!
+//! A `round_up` tail computes past the needed region and so may read past an input without a
+//! boundary condition: such a kernel refuses inputs smaller than it reads
+//! (`InterpError::InputTooSmall`) before running. That refusal is the only accepted outcome
+//! other than the reference's answer, and only for schedules that use `round_up`.
+//!
+//! `STRATA_CASES=n` sets the cases per kernel (default 300); a failure prints the seed, and
+//! `STRATA_SEED=s` replays one case.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use strata_dsl::{evaluate, parse_kernel, Args, Buffer, Data, Dtype, Pipeline, Value};
+use strata_scheduler::generate::random_schedule;
+use strata_scheduler::interp::{interpret, InterpError};
+use strata_scheduler::lower::lower;
+
+const FLOAT_TOLERANCE: f64 = 1e-4;
+
+fn example(name: &str) -> Pipeline {
+    let path = format!(
+        "{}/../examples/kernels/{name}.strata",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
+}
+
+/// A random size for each size variable, in `lo..=hi`.
+fn random_sizes(name: &str, rng: &mut StdRng) -> Vec<(&'static str, usize)> {
+    let mut r = |lo: usize, hi: usize| rng.random_range(lo..=hi);
+    match name {
+        "matmul" => vec![("M", r(1, 9)), ("N", r(1, 11)), ("K", r(1, 7))],
+        "blur3x3" => vec![("H", r(3, 12)), ("W", r(3, 13))],
+        "softmax" => vec![("R", r(1, 5)), ("C", r(1, 13))],
+        "conv2d" => vec![
+            ("N", r(1, 2)),
+            ("C", r(1, 3)),
+            ("F", r(1, 2)),
+            ("H", r(3, 7)),
+            ("W", r(3, 8)),
+        ],
+        "histogram" | "brighten" => vec![("H", r(1, 7)), ("W", r(1, 9))],
+        "gaussian5" => vec![("H", r(1, 9)), ("W", r(1, 10))],
+        _ => vec![],
+    }
+}
+
+fn random_buffer(dtype: Dtype, shape: &[usize], rng: &mut StdRng) -> Buffer {
+    let n: usize = shape.iter().product();
+    let mut buffer = Buffer::zeros(dtype, shape);
+    for i in 0..n {
+        let v = match dtype {
+            Dtype::F32 | Dtype::F64 => Value::F64(rng.random_range(-1.0..1.0)).cast(dtype),
+            _ => Value::I64(rng.random_range(0..=u16::MAX as i64)).cast(dtype),
+        };
+        buffer.set_flat(i, v);
+    }
+    buffer
+}
+
+fn random_args(pipeline: &Pipeline, sizes: &[(&str, usize)], rng: &mut StdRng) -> Args {
+    let mut args = Args::new();
+    for input in &pipeline.inputs {
+        match &input.kind {
+            strata_dsl::InputKind::Buffer { shape, .. } => {
+                let shape: Vec<usize> = shape
+                    .iter()
+                    .map(|e| match e {
+                        strata_dsl::Extent::Const(c) => *c as usize,
+                        strata_dsl::Extent::Size(s) => {
+                            sizes.iter().find(|(n, _)| n == s).map_or(1, |(_, v)| *v)
+                        }
+                    })
+                    .collect();
+                args = args.buffer(&input.name, random_buffer(input.dtype, &shape, rng));
+            }
+            strata_dsl::InputKind::Scalar => {
+                args = args.scalar(
+                    &input.name,
+                    Value::F64(rng.random_range(-2.0..4.0)).cast(input.dtype),
+                );
+            }
+        }
+    }
+    args
+}
+
+fn close(got: &Buffer, expected: &Buffer) -> Result<(), String> {
+    if got.shape() != expected.shape() {
+        return Err(format!(
+            "shape {:?}, expected {:?}",
+            got.shape(),
+            expected.shape()
+        ));
+    }
+    let is_float = matches!(expected.data(), Data::F32(_) | Data::F64(_));
+    for i in 0..expected.len() {
+        let (g, e) = (got.get_flat(i).unwrap(), expected.get_flat(i).unwrap());
+        let ok = if is_float {
+            (g.as_f64() - e.as_f64()).abs() <= FLOAT_TOLERANCE * e.as_f64().abs().max(1.0)
+        } else {
+            g == e
+        };
+        if !ok {
+            return Err(format!("element {i} is {g:?}, expected {e:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// How a case ended when it did not fail.
+enum Outcome {
+    Matched,
+    /// The kernel refused the input as too small for a `round_up` schedule.
+    Refused,
+}
+
+/// Runs one seeded case: a random schedule and random shape. Returns the failure, if any.
+fn case(name: &str, pipeline: &Pipeline, seed: u64) -> Result<Outcome, String> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let schedule = random_schedule(pipeline, &mut rng);
+    let sizes = random_sizes(name, &mut rng);
+    let args = random_args(pipeline, &sizes, &mut rng);
+    let context =
+        |what: String| format!("{name} seed {seed} sizes {sizes:?}\nschedule:\n{schedule}\n{what}");
+    let kernel =
+        lower(pipeline, &schedule).map_err(|e| context(format!("lowering failed: {e}")))?;
+    let expected =
+        evaluate(pipeline, &args).map_err(|e| context(format!("reference failed: {e}")))?;
+    let got = match interpret(&kernel, &args) {
+        Err(InterpError::InputTooSmall { .. }) if schedule.to_string().contains("round_up") => {
+            return Ok(Outcome::Refused)
+        }
+        Err(e) => return Err(context(format!("interpreter failed: {e}\n{kernel}"))),
+        Ok(got) => got,
+    };
+    close(&got, &expected).map_err(|e| context(format!("{e}\n{kernel}")))?;
+    Ok(Outcome::Matched)
+}
+
+fn differential(name: &str) {
+    let pipeline = example(name);
+    let cases: u64 = std::env::var("STRATA_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let seeds: Vec<u64> = match std::env::var("STRATA_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        Some(seed) => vec![seed],
+        None => (0..cases).map(|i| i * 7919 + name.len() as u64).collect(),
+    };
+    let (mut matched, mut refused) = (0, 0);
+    for seed in seeds {
+        match case(name, &pipeline, seed) {
+            Ok(Outcome::Matched) => matched += 1,
+            Ok(Outcome::Refused) => refused += 1,
+            Err(e) => panic!("{e}\nreplay with STRATA_SEED={seed} cargo test -p strata-scheduler --test differential {name}"),
+        }
+    }
+    println!(
+        "{name}: {matched} matched the reference, {refused} refused a too-small input (round_up)"
+    );
+    assert!(
+        matched >= 4 * refused,
+        "{name}: too few cases ran to completion"
+    );
+}
+
+#[test]
+fn matmul() {
+    differential("matmul");
+}
+
+#[test]
+fn blur3x3() {
+    differential("blur3x3");
+}
+
+#[test]
+fn softmax() {
+    differential("softmax");
+}
+
+#[test]
+fn conv2d() {
+    differential("conv2d");
+}
+
+#[test]
+fn histogram() {
+    differential("histogram");
+}
+
+#[test]
+fn gaussian5() {
+    differential("gaussian5");
+}
+
+#[test]
+fn brighten() {
+    differential("brighten");
+}
