@@ -20,6 +20,8 @@ pub use strata_dsl::{
     Pipeline, Value,
 };
 pub use strata_macros::kernel;
+pub use strata_scheduler as scheduler;
+pub use strata_scheduler::{lower::lower, LoweredKernel, Schedule};
 
 /// Used by the code `kernel!` expands to; not part of the public API.
 #[doc(hidden)]

@@ -1,8 +1,11 @@
-//! The `strata` command: `strata check FILE...`, `strata lower FILE --stage high`.
+//! The `strata` command: `strata check FILE...`, `strata lower FILE --stage high|loops`.
 
 use clap::{Parser, Subcommand, ValueEnum};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use strata::scheduler::lower::{lower, specialize};
+use strata::scheduler::schedule::text::parse_schedule;
+use strata::{Pipeline, Schedule};
 
 #[derive(Parser)]
 #[command(
@@ -33,14 +36,22 @@ enum Command {
         /// The rung to print.
         #[arg(long, value_enum)]
         stage: Stage,
+        /// The schedule, as text (`out: tile(...)...; bx: compute_at(out, xo)`) or `@FILE`.
+        #[arg(long)]
+        schedule: Option<String>,
+        /// Sizes to fix, e.g. `H=256,W=256`; the loop nest is simplified for them.
+        #[arg(long)]
+        shape: Option<String>,
     },
 }
 
-/// The rungs `strata lower` can print. Later rungs (loops, clif, asm) arrive with their crates.
-#[derive(Clone, Copy, ValueEnum)]
+/// The rungs `strata lower` can print. The Cranelift rungs (clif, asm) arrive with the JIT.
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
 enum Stage {
     /// The Pipeline: typed pure functions, before any schedule.
     High,
+    /// The loop nest a schedule lowers to.
+    Loops,
 }
 
 fn main() -> ExitCode {
@@ -50,8 +61,16 @@ fn main() -> ExitCode {
         Command::Lower {
             file,
             kernel,
-            stage: Stage::High,
-        } => lower_high(&file, kernel.as_deref()),
+            stage,
+            schedule,
+            shape,
+        } => lower_command(
+            &file,
+            kernel.as_deref(),
+            stage,
+            schedule.as_deref(),
+            shape.as_deref(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -63,7 +82,7 @@ fn main() -> ExitCode {
 }
 
 /// Reads and checks every kernel of one file; the error is the rendered diagnostic.
-fn load(file: &PathBuf) -> Result<Vec<strata::Pipeline>, String> {
+fn load(file: &Path) -> Result<Vec<Pipeline>, String> {
     let source = std::fs::read_to_string(file)
         .map_err(|e| format!("error: cannot read {}: {e}", file.display()))?;
     strata::parse_kernels(&source, &file.display().to_string()).map_err(|d| d.to_string())
@@ -90,19 +109,69 @@ fn check(files: &[PathBuf]) -> Result<(), String> {
     }
 }
 
-fn lower_high(file: &PathBuf, kernel: Option<&str>) -> Result<(), String> {
+fn lower_command(
+    file: &Path,
+    kernel: Option<&str>,
+    stage: Stage,
+    schedule: Option<&str>,
+    shape: Option<&str>,
+) -> Result<(), String> {
     let kernels = load(file)?;
     let chosen = pick_kernel(&kernels, kernel, file)?;
-    println!("{chosen}");
+    if stage == Stage::High {
+        println!("{chosen}");
+        return Ok(());
+    }
+    let schedule = read_schedule(schedule)?;
+    let lowered = lower(chosen, &schedule).map_err(|e| format!("error: {e}"))?;
+    let lowered = match shape {
+        Some(shape) => {
+            specialize(&lowered, &parse_shape(shape)?).map_err(|e| format!("error: {e}"))?
+        }
+        None => lowered,
+    };
+    println!("{lowered}");
     Ok(())
+}
+
+/// A schedule given inline or as `@FILE`; none means the default schedule.
+fn read_schedule(arg: Option<&str>) -> Result<Schedule, String> {
+    let Some(arg) = arg else {
+        return Ok(Schedule::new());
+    };
+    let text = match arg.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("error: cannot read schedule {path}: {e}"))?,
+        None => arg.to_string(),
+    };
+    parse_schedule(&text).map_err(|d| d.to_string())
+}
+
+/// `M=512,N=512` as `(name, value)` pairs.
+fn parse_shape(text: &str) -> Result<Vec<(String, i64)>, String> {
+    text.split(',')
+        .filter(|part| !part.trim().is_empty())
+        .map(|part| {
+            let (name, value) = part.split_once('=').ok_or_else(|| {
+                format!("error: `{part}` in --shape is not NAME=VALUE (e.g. --shape M=512,N=512)")
+            })?;
+            let value = value.trim().parse::<i64>().map_err(|_| {
+                format!(
+                    "error: the size `{}` in --shape is not an integer: `{value}`",
+                    name.trim()
+                )
+            })?;
+            Ok((name.trim().to_string(), value))
+        })
+        .collect()
 }
 
 /// The kernel named `name`, or the only kernel of the file.
 fn pick_kernel<'a>(
-    kernels: &'a [strata::Pipeline],
+    kernels: &'a [Pipeline],
     name: Option<&str>,
-    file: &PathBuf,
-) -> Result<&'a strata::Pipeline, String> {
+    file: &Path,
+) -> Result<&'a Pipeline, String> {
     let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
     match name {
         Some(name) => kernels.iter().find(|k| k.name == name).ok_or_else(|| {

@@ -175,7 +175,9 @@ fn rule_cases() -> Vec<(Expr, Expr)> {
         ),
         (add(add(x.clone(), int(3)), int(4)), add(x.clone(), int(7))),
         (add(sub(x.clone(), int(3)), int(4)), add(x.clone(), int(1))),
-        (sub(add(x.clone(), int(3)), int(4)), add(x.clone(), int(-1))),
+        (sub(add(x.clone(), int(3)), int(4)), sub(x.clone(), int(1))),
+        (add(x.clone(), int(-5)), sub(x.clone(), int(5))),
+        (add(x.clone(), int(i32::MIN)), add(x.clone(), int(i32::MIN))),
         (sub(sub(x.clone(), int(3)), int(4)), sub(x.clone(), int(7))),
         (sub(x.clone(), x.clone()), int(0)),
         (sub(add(x.clone(), y.clone()), y.clone()), x.clone()),
@@ -190,6 +192,10 @@ fn rule_cases() -> Vec<(Expr, Expr)> {
         (
             sub(add(x.clone(), int(3)), add(y.clone(), int(3))),
             sub(x.clone(), y.clone()),
+        ),
+        (
+            sub(sub(x.clone(), int(3)), add(y.clone(), int(1))),
+            sub(sub(x.clone(), y.clone()), int(4)),
         ),
         // mul.rs
         (mul(int(6), int(7)), int(42)),

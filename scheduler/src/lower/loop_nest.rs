@@ -235,6 +235,7 @@ pub fn stage_nest(
     let mut lets: Vec<(String, LExpr)> = Vec::new();
     let mut guards: Vec<LExpr> = Vec::new();
     let original_ranges = ranges.clone();
+    let original_names = names.clone();
     for step in &loops.steps {
         apply_step(step, &mut names, &mut ranges, &mut lets, &mut guards);
     }
@@ -248,7 +249,12 @@ pub fn stage_nest(
         )
     });
     if !rounds_up {
-        hint_original_ranges(&mut lets, &loops.original, &names, &original_ranges);
+        hint_original_ranges(
+            &mut lets,
+            &loops.original,
+            &original_names,
+            &original_ranges,
+        );
     }
     let mut body = stage_body(&conv, func, loops.stage, is_output);
     if let Some(cond) = guards.into_iter().reduce(and) {

@@ -11,6 +11,7 @@ pub mod loop_nest;
 pub mod realize;
 pub mod unroll;
 pub mod vectorize;
+pub mod verify;
 
 use crate::ir::{BufferArg, Expr, LoweredKernel, Range, Stmt};
 use crate::schedule::validate::{validate, ScheduleError};
@@ -24,8 +25,12 @@ pub enum LowerError {
     Schedule(#[from] ScheduleError),
     #[error("cannot bound the region of `{func}` in dimension {dim}: an index depends on data of an unbounded type; clamp it")]
     Unbounded { func: String, dim: usize },
+    #[error("unknown size `{name}` (the kernel's sizes are: {})", sizes.join(", "))]
+    UnknownSize { name: String, sizes: Vec<String> },
     #[error("internal error in lowering: {0}")]
     Internal(String),
+    #[error("internal error: the lowered IR is malformed: {0}")]
+    Verify(String),
 }
 
 /// Prints the IR after each pass when `STRATA_LOG_PASSES` is set.
@@ -72,7 +77,57 @@ pub fn lower(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel, 
     log.log("vectorization", &s);
     let s = unroll::unroll(&s);
     log.log("unrolling", &s);
-    Ok(kernel_signature(&inlined, input_regions, s))
+    let kernel = kernel_signature(&inlined, input_regions, s);
+    verify::verify(&kernel).map_err(LowerError::Verify)?;
+    Ok(kernel)
+}
+
+/// `kernel` with some of its sizes fixed to constants (`--shape` on the command line): the
+/// loop nest a given shape runs, simplified. Sizes not given stay symbolic.
+pub fn specialize(
+    kernel: &LoweredKernel,
+    sizes: &[(String, i64)],
+) -> Result<LoweredKernel, LowerError> {
+    let mut out = kernel.clone();
+    for (name, value) in sizes {
+        if !kernel.sizes.contains(name) {
+            return Err(LowerError::UnknownSize {
+                name: name.clone(),
+                sizes: kernel.sizes.clone(),
+            });
+        }
+        let value = i32::try_from(*value)
+            .ok()
+            .filter(|v| *v >= 0)
+            .ok_or_else(|| LowerError::UnknownSize {
+                name: format!("{name}={value} (out of range)"),
+                sizes: kernel.sizes.clone(),
+            })?;
+        let c = Expr::int(value);
+        let sub = |e: &Expr| bounds::substitute(e, name, &c);
+        out.body = substitute_stmt(&out.body, name, &c);
+        out.output.extents = out.output.extents.iter().map(sub).collect();
+        for input in &mut out.inputs {
+            input.extents = input.extents.iter().map(sub).collect();
+        }
+        for (_, region) in &mut out.input_regions {
+            for r in region.iter_mut() {
+                *r = Range {
+                    min: sub(&r.min),
+                    extent: sub(&r.extent),
+                };
+            }
+        }
+    }
+    out.body = crate::simplify::simplify(&out.body);
+    verify::verify(&out).map_err(LowerError::Verify)?;
+    Ok(out)
+}
+
+fn substitute_stmt(s: &Stmt, name: &str, value: &Expr) -> Stmt {
+    s.map(&mut |e| bounds::substitute(e, name, value), &mut |c| {
+        substitute_stmt(c, name, value)
+    })
 }
 
 /// The box of each buffer input the statement reads, as expressions of the sizes.

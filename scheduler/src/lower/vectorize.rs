@@ -206,6 +206,47 @@ fn increasing(e: &Expr, var: &str) -> bool {
     }
 }
 
+/// How a widened let is bound: the `(name, value)` to bind, and what uses of the let's name
+/// become (`None`: still a scalar variable). A ramp or broadcast stays visible as one (its
+/// scalar part gets the let, as `name.base` or `name.scalar`), so accesses through it are still
+/// recognisably dense; any other vector is bound as a vector variable.
+fn vector_let(name: &str, value: Expr) -> ((String, Expr), Option<Expr>) {
+    match value {
+        Expr::Ramp {
+            base,
+            stride,
+            lanes,
+        } => {
+            let scalar = format!("{name}.base");
+            let var = Expr::Var(scalar.clone(), base.ty());
+            (
+                (scalar, *base),
+                Some(Expr::Ramp {
+                    base: Box::new(var),
+                    stride,
+                    lanes,
+                }),
+            )
+        }
+        Expr::Broadcast { value, lanes } => {
+            let scalar = format!("{name}.scalar");
+            let var = Expr::Var(scalar.clone(), value.ty());
+            (
+                (scalar, *value),
+                Some(Expr::Broadcast {
+                    value: Box::new(var),
+                    lanes,
+                }),
+            )
+        }
+        other if other.ty().is_vector() => {
+            let var = Expr::Var(name.to_string(), other.ty());
+            ((name.to_string(), other), Some(var))
+        }
+        other => ((name.to_string(), other), None),
+    }
+}
+
 /// Rewrites a loop body for `lanes` lanes at once.
 struct Widener {
     lanes: u16,
@@ -239,10 +280,10 @@ impl Widener {
             }
             Stmt::Let { name, value, body } => {
                 let value = self.expr(value);
+                let (bound, shape) = vector_let(name, value);
                 let previous = self.vars.remove(name);
-                if value.ty().is_vector() {
-                    self.vars
-                        .insert(name.clone(), Expr::Var(name.clone(), value.ty()));
+                if let Some(shape) = shape {
+                    self.vars.insert(name.clone(), shape);
                 }
                 let body = self.stmt(body);
                 self.vars.remove(name);
@@ -250,8 +291,8 @@ impl Widener {
                     self.vars.insert(name.clone(), p);
                 }
                 Stmt::Let {
-                    name: name.clone(),
-                    value,
+                    name: bound.0,
+                    value: bound.1,
                     body: Box::new(body?),
                 }
             }

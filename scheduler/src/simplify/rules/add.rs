@@ -113,7 +113,8 @@ fn offset(e: &Expr) -> Option<(&Expr, Value)> {
 
 /// `x + k` in its canonical form: `x` for 0, `x - |k|` for negative `k` (unless `-k` wraps).
 fn plus(x: &Expr, k: Value, lanes: u16) -> Expr {
-    let minus = k.neg().ok().filter(|m| k.as_i64() < Some(0) && *m != k);
+    let negative = k.as_i64().is_some_and(|v| v < 0);
+    let minus = k.neg().ok().filter(|m| negative && *m != k);
     match (k.as_i64(), minus) {
         (Some(0), _) => x.clone(),
         (_, Some(m)) => mk(BinOp::Sub, x, &konst(m, lanes)),
@@ -124,7 +125,7 @@ fn plus(x: &Expr, k: Value, lanes: u16) -> Expr {
 /// Reads better (`x - 1`, not `x + -1`) and costs the same.
 fn negative_const(e: &Expr, _: &Scope) -> Option<Expr> {
     let (x, c) = bin(e, BinOp::Add)?;
-    let k = cst(c).filter(|_| is_int(e) && int_cst(c) < Some(0))?;
+    let k = cst(c).filter(|_| is_int(e) && int_cst(c).is_some_and(|v| v < 0))?;
     Some(plus(x, k, lanes(e)))
 }
 

@@ -1,0 +1,222 @@
+//! The verifier: checks that lowered loop IR is well formed before anything runs it. Every
+//! variable is bound where it is used; every load and store names a buffer in scope (an
+//! allocation, an input or the output) and uses its element type; operand types agree and
+//! vector widths match; no multi-dimensional `Realize`/`Provide`/`Call` and no vectorized or
+//! unrolled loop is left; an `if` condition is a scalar bool. That every access lies inside its
+//! buffer follows from bounds inference (each realization covers every access of it; each input
+//! must cover `input_regions`, which the safe call checks); the interpreter checks it again,
+//! access by access, in the differential tests.
+
+use crate::ir::{Expr, ForKind, LoweredKernel, Stmt, Type, UnOp};
+use std::collections::HashMap;
+use strata_dsl::Dtype;
+
+/// The first problem found in a lowered kernel.
+pub fn verify(kernel: &LoweredKernel) -> Result<(), String> {
+    let mut v = Verifier::default();
+    for size in &kernel.sizes {
+        v.vars.push((size.clone(), Type::I32));
+    }
+    for (name, dtype) in &kernel.params {
+        v.params.insert(name.clone(), *dtype);
+    }
+    for input in &kernel.inputs {
+        v.buffers.push((input.name.clone(), input.dtype));
+    }
+    v.buffers
+        .push((kernel.output.name.clone(), kernel.output.dtype));
+    v.stmt(&kernel.body)
+}
+
+#[derive(Default)]
+struct Verifier {
+    vars: Vec<(String, Type)>,
+    params: HashMap<String, Dtype>,
+    /// Buffers in scope: name and element type.
+    buffers: Vec<(String, Dtype)>,
+}
+
+impl Verifier {
+    fn var_type(&self, name: &str) -> Option<Type> {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| *t)
+    }
+
+    fn buffer(&self, name: &str) -> Result<Dtype, String> {
+        self.buffers
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| *t)
+            .ok_or_else(|| format!("`{name}` is not a buffer in scope"))
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Result<(), String> {
+        for e in s.exprs() {
+            self.expr(e)?;
+        }
+        match s {
+            Stmt::For {
+                var,
+                min,
+                extent,
+                kind,
+                body,
+            } => {
+                if matches!(kind, ForKind::Vectorized | ForKind::Unrolled) {
+                    return Err(format!("loop `{var}` is still {kind:?} after lowering"));
+                }
+                self.scalar_int(min, "a loop min")?;
+                self.scalar_int(extent, "a loop extent")?;
+                self.scoped(var, Type::I32, |v| v.stmt(body))
+            }
+            Stmt::Let { name, value, body } => self.scoped(name, value.ty(), |v| v.stmt(body)),
+            Stmt::If {
+                cond,
+                then_case,
+                else_case,
+            } => {
+                if cond.ty() != Type::BOOL {
+                    return Err(format!(
+                        "the condition `{cond}` is {}, not a scalar bool",
+                        cond.ty()
+                    ));
+                }
+                self.stmt(then_case)?;
+                else_case.as_ref().map_or(Ok(()), |e| self.stmt(e))
+            }
+            Stmt::Allocate {
+                buffer,
+                dtype,
+                size,
+                body,
+            } => {
+                self.scalar_int(size, "an allocation size")?;
+                self.buffers.push((buffer.clone(), *dtype));
+                let result = self.stmt(body);
+                self.buffers.pop();
+                result
+            }
+            Stmt::Store {
+                buffer,
+                index,
+                value,
+            } => {
+                let dtype = self.buffer(buffer)?;
+                self.access(buffer, index)?;
+                if value.ty().dtype != dtype || value.ty().lanes != index.ty().lanes {
+                    return Err(format!(
+                        "store of {} to `{buffer}` ({dtype}) at index of {} lanes",
+                        value.ty(),
+                        index.ty().lanes
+                    ));
+                }
+                Ok(())
+            }
+            Stmt::Realize { func, .. } | Stmt::Provide { func, .. } => {
+                Err(format!("`{func}` was not flattened"))
+            }
+            Stmt::Block(stmts) => stmts.iter().try_for_each(|s| self.stmt(s)),
+            Stmt::Produce { body, .. } => self.stmt(body),
+            Stmt::NoOp => Ok(()),
+        }
+    }
+
+    fn scoped(
+        &mut self,
+        name: &str,
+        ty: Type,
+        f: impl FnOnce(&mut Self) -> Result<(), String>,
+    ) -> Result<(), String> {
+        self.vars.push((name.to_string(), ty));
+        let result = f(self);
+        self.vars.pop();
+        result
+    }
+
+    fn scalar_int(&self, e: &Expr, what: &str) -> Result<(), String> {
+        if e.ty() == Type::I32 {
+            Ok(())
+        } else {
+            Err(format!("{what} `{e}` is {}, not i32", e.ty()))
+        }
+    }
+
+    /// An index is `i32` in every lane.
+    fn access(&self, buffer: &str, index: &Expr) -> Result<(), String> {
+        if index.ty().dtype != Dtype::I32 {
+            return Err(format!(
+                "the index `{index}` of `{buffer}` is {}, not i32",
+                index.ty()
+            ));
+        }
+        Ok(())
+    }
+
+    fn expr(&mut self, e: &Expr) -> Result<(), String> {
+        match e {
+            Expr::Var(name, ty) => match self.var_type(name) {
+                Some(t) if t == *ty => Ok(()),
+                Some(t) => Err(format!("`{name}` is used as {ty} but bound as {t}")),
+                None => Err(format!("`{name}` is used but not bound")),
+            },
+            Expr::Param(name, dtype) => match self.params.get(name) {
+                Some(t) if t == dtype => Ok(()),
+                _ => Err(format!("`{name}` is not a {dtype} parameter")),
+            },
+            Expr::Call { func, .. } => Err(format!("call of `{func}` was not flattened")),
+            Expr::Load { buffer, index, ty } => {
+                self.expr(index)?;
+                let dtype = self.buffer(buffer)?;
+                if ty.dtype != dtype || ty.lanes != index.ty().lanes {
+                    return Err(format!(
+                        "load of {ty} from `{buffer}` ({dtype}) at index of {} lanes",
+                        index.ty().lanes
+                    ));
+                }
+                self.access(buffer, index)
+            }
+            Expr::Let { name, value, body } => {
+                self.expr(value)?;
+                self.scoped(name, value.ty(), |v| v.expr(body))
+            }
+            other => {
+                for c in other.children() {
+                    self.expr(c)?;
+                }
+                operand_types(other)
+            }
+        }
+    }
+}
+
+/// Operands of one operation share a type (and a width).
+fn operand_types(e: &Expr) -> Result<(), String> {
+    let same = |a: &Expr, b: &Expr| {
+        if a.ty() == b.ty() {
+            Ok(())
+        } else {
+            Err(format!("`{e}` mixes {} and {}", a.ty(), b.ty()))
+        }
+    };
+    match e {
+        Expr::Binary(_, a, b) => same(a, b),
+        Expr::Select(c, t, f) => {
+            same(t, f)?;
+            if c.ty().dtype != Dtype::Bool || (c.ty().lanes != 1 && c.ty().lanes != t.ty().lanes) {
+                return Err(format!("the condition of `{e}` is {}", c.ty()));
+            }
+            Ok(())
+        }
+        Expr::Intrinsic(_, args) => args.windows(2).try_for_each(|w| same(&w[0], &w[1])),
+        Expr::Unary(UnOp::Not, a) if a.ty().dtype != Dtype::Bool => {
+            Err(format!("`{e}` negates a {}", a.ty()))
+        }
+        Expr::Cast(t, a) if t.lanes != a.ty().lanes => Err(format!("`{e}` changes the width")),
+        Expr::Ramp { base, stride, .. } => same(base, stride),
+        _ => Ok(()),
+    }
+}
