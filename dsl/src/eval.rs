@@ -100,6 +100,10 @@ type EResult<T> = Result<T, EvalError>;
 
 /// Computes the output of `pipeline` on `args`. Sizes are read off the input buffers' shapes.
 pub fn evaluate(pipeline: &Pipeline, args: &Args) -> EResult<Buffer> {
+    crate::with_big_stack(|| evaluate_here(pipeline, args))
+}
+
+fn evaluate_here(pipeline: &Pipeline, args: &Args) -> EResult<Buffer> {
     let sizes = bind_sizes(pipeline, args)?;
     check_scalars(pipeline, args)?;
     let mut evaluator = Evaluator {

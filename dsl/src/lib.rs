@@ -33,9 +33,31 @@ pub use hash::KernelHash;
 pub use ir::*;
 pub use value::{BinOp, Value};
 
+/// The stack the parser, checker and reference evaluator run on. Nesting is limited to 256
+/// levels, which needs a few megabytes in an unoptimized build: more than a test thread's
+/// default 2 MiB.
+const BIG_STACK_BYTES: usize = 32 << 20;
+
 /// Parses and checks every kernel in `source`; `file` names it in error messages.
 pub fn parse_kernels(source: &str, file: &str) -> Result<Vec<Pipeline>, Diagnostic> {
-    parse_and_check(source).map_err(|d| d.in_file(file, source))
+    with_big_stack(|| parse_and_check(source)).map_err(|d| d.in_file(file, source))
+}
+
+/// Runs `f` on a thread with `BIG_STACK_BYTES` of stack, or on this thread if none can start.
+pub(crate) fn with_big_stack<T: Send>(f: impl Fn() -> T + Sync) -> T {
+    let on_big_stack = std::thread::scope(|scope| {
+        let builder = std::thread::Builder::new().stack_size(BIG_STACK_BYTES);
+        builder
+            .spawn_scoped(scope, &f)
+            .ok()
+            .map(|handle| handle.join())
+    });
+    match on_big_stack {
+        Some(Ok(value)) => value,
+        // The parser does not panic; if it ever did, the panic belongs to the caller.
+        Some(Err(panic)) => std::panic::resume_unwind(panic),
+        None => f(),
+    }
 }
 
 fn parse_and_check(source: &str) -> Result<Vec<Pipeline>, Diagnostic> {

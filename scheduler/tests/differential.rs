@@ -205,3 +205,35 @@ fn gaussian5() {
 fn brighten() {
     differential("brighten");
 }
+
+/// The hand-written schedules of `examples/schedules/` on random shapes.
+#[test]
+fn hand_schedules() {
+    for name in [
+        "matmul",
+        "blur3x3",
+        "softmax",
+        "conv2d",
+        "histogram",
+        "gaussian5",
+        "brighten",
+    ] {
+        let pipeline = example(name);
+        let path = format!(
+            "{}/../examples/schedules/{name}.sched",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        let schedule = strata_scheduler::schedule::text::parse_schedule(&text)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let kernel = lower(&pipeline, &schedule).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for seed in 0..20 {
+            let mut rng = StdRng::seed_from_u64(seed);
+            let sizes = random_sizes(name, &mut rng);
+            let args = random_args(&pipeline, &sizes, &mut rng);
+            let expected = evaluate(&pipeline, &args).unwrap();
+            let got = interpret(&kernel, &args).unwrap_or_else(|e| panic!("{name} {sizes:?}: {e}"));
+            close(&got, &expected).unwrap_or_else(|e| panic!("{name} {sizes:?}: {e}"));
+        }
+    }
+}
