@@ -626,6 +626,13 @@ fn cost(e: &Expr) -> usize {
 fn check_preserved(e: &Expr, vars: &HashMap<String, VValue>) -> Result<(), TestCaseError> {
     let want = eval_expr(e, vars).map_err(|err| TestCaseError::fail(format!("{e}: {err}")))?;
     let simplified = simplify_expr(e);
+    let again = simplify_expr(&simplified);
+    prop_assert!(
+        format!("{again:?}") == format!("{simplified:?}"),
+        "not a fixed point: {} -> {}",
+        simplified,
+        again
+    );
     prop_assert!(
         cost(&simplified) <= cost(e),
         "{} grew into {}",

@@ -288,6 +288,27 @@ fn split_const(e: &Expr) -> (Option<Expr>, i64) {
     }
 }
 
+/// Rebuilds `+`, `-`, `min` and `max` with the folding constructors below, so a bound
+/// expression such as `min(min(t, t + 63), t)` becomes `t`.
+pub fn refold(e: &Expr) -> Expr {
+    let e = e.map_children(&mut refold);
+    match &e {
+        Expr::Binary(BinOp::Add, a, b) if e.ty() == Type::I32 => {
+            fold_add((**a).clone(), (**b).clone())
+        }
+        Expr::Binary(BinOp::Sub, a, b) if e.ty() == Type::I32 => {
+            fold_sub((**a).clone(), (**b).clone())
+        }
+        Expr::Intrinsic(Intrinsic::Min, args) if e.ty() == Type::I32 && args.len() == 2 => {
+            fold_min(args[0].clone(), args[1].clone())
+        }
+        Expr::Intrinsic(Intrinsic::Max, args) if e.ty() == Type::I32 && args.len() == 2 => {
+            fold_max(args[0].clone(), args[1].clone())
+        }
+        _ => e,
+    }
+}
+
 /// `base + c`, without a `+ 0`.
 fn join_const(base: Option<Expr>, c: i64) -> Expr {
     match (base, c) {
@@ -338,20 +359,40 @@ fn fold_div(a: Expr, c: i64) -> Expr {
     }
 }
 
-/// `min(a, b)`, or whichever of `x + c1`, `x + c2` is smaller.
+/// `min(a, b)`, or whichever of `x + c1`, `x + c2` is smaller (also inside a nested `min`).
 pub fn fold_min(a: Expr, b: Expr) -> Expr {
     let ((ba, ca), (bb, cb)) = (split_const(&a), split_const(&b));
     if ba == bb {
         return join_const(ba, ca.min(cb));
     }
+    if let Expr::Intrinsic(Intrinsic::Min, args) = &a {
+        if let [x, y] = args.as_slice() {
+            if split_const(x).0 == bb {
+                return fold_min(fold_min(x.clone(), b), y.clone());
+            }
+            if split_const(y).0 == bb {
+                return fold_min(x.clone(), fold_min(y.clone(), b));
+            }
+        }
+    }
     Expr::min(a, b)
 }
 
-/// `max(a, b)`, or whichever of `x + c1`, `x + c2` is larger.
+/// `max(a, b)`, or whichever of `x + c1`, `x + c2` is larger (also inside a nested `max`).
 pub fn fold_max(a: Expr, b: Expr) -> Expr {
     let ((ba, ca), (bb, cb)) = (split_const(&a), split_const(&b));
     if ba == bb {
         return join_const(ba, ca.max(cb));
+    }
+    if let Expr::Intrinsic(Intrinsic::Max, args) = &a {
+        if let [x, y] = args.as_slice() {
+            if split_const(x).0 == bb {
+                return fold_max(fold_max(x.clone(), b), y.clone());
+            }
+            if split_const(y).0 == bb {
+                return fold_max(x.clone(), fold_max(y.clone(), b));
+            }
+        }
     }
     Expr::max(a, b)
 }
@@ -391,7 +432,7 @@ pub fn access_bounds(s: &Stmt, func: &str) -> Option<Vec<Interval>> {
 /// values become their type's range).
 fn over_scope(i: &Interval, scope: &Scope) -> Interval {
     // Simplifying first cancels correlated terms (`x - x`) that intervals cannot.
-    let simplify = |e: &Expr| crate::simplify::simplify_expr(e);
+    let simplify = |e: &Expr| refold(&crate::simplify::simplify_expr(e));
     Interval {
         min: i
             .min

@@ -77,6 +77,8 @@ pub fn lower(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel, 
     log.log("vectorization", &s);
     let s = unroll::unroll(&s);
     log.log("unrolling", &s);
+    let s = crate::simplify::simplify(&s);
+    log.log("simplification", &s);
     let kernel = kernel_signature(&inlined, input_regions, s);
     verify::verify(&kernel).map_err(LowerError::Verify)?;
     Ok(kernel)

@@ -1,0 +1,65 @@
+//! Golden files of the mid rung: the loop IR of every example kernel under its default
+//! schedule and under its hand-written schedule (`examples/schedules/`), at a fixed shape.
+//! An intended change to lowering shows up as a diff here; refresh with `INSTA_UPDATE=always`.
+
+use strata_dsl::{parse_kernel, Pipeline};
+use strata_scheduler::lower::{lower, specialize};
+use strata_scheduler::schedule::text::parse_schedule;
+use strata_scheduler::Schedule;
+
+const EXAMPLES: [(&str, &[(&str, i64)]); 7] = [
+    ("matmul", &[("M", 64), ("N", 64), ("K", 64)]),
+    ("blur3x3", &[("H", 66), ("W", 130)]),
+    ("softmax", &[("R", 16), ("C", 100)]),
+    (
+        "conv2d",
+        &[("N", 1), ("C", 4), ("F", 4), ("H", 10), ("W", 18)],
+    ),
+    ("histogram", &[("H", 32), ("W", 40)]),
+    ("gaussian5", &[("H", 64), ("W", 128)]),
+    ("brighten", &[("H", 16), ("W", 64)]),
+];
+
+fn example(name: &str) -> Pipeline {
+    let path = format!(
+        "{}/../examples/kernels/{name}.strata",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
+}
+
+fn hand_schedule(name: &str) -> Schedule {
+    let path = format!(
+        "{}/../examples/schedules/{name}.sched",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    parse_schedule(&std::fs::read_to_string(&path).unwrap()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn printed(name: &str, schedule: &Schedule, sizes: &[(&str, i64)]) -> String {
+    let kernel = lower(&example(name), schedule).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let sizes: Vec<(String, i64)> = sizes.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+    specialize(&kernel, &sizes)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .to_string()
+}
+
+#[test]
+fn default_schedules() {
+    for (name, sizes) in EXAMPLES {
+        insta::assert_snapshot!(
+            format!("{name}_default"),
+            printed(name, &Schedule::new(), sizes)
+        );
+    }
+}
+
+#[test]
+fn hand_schedules() {
+    for (name, sizes) in EXAMPLES {
+        insta::assert_snapshot!(
+            format!("{name}_hand"),
+            printed(name, &hand_schedule(name), sizes)
+        );
+    }
+}
