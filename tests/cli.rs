@@ -103,3 +103,98 @@ fn lower_names_a_missing_kernel() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn lower_loops_computes_the_producer_per_tile_with_its_halo() {
+    let schedule = "out: tile(y, x, yo, xo, yi, xi, 32, 64).vectorize(xi, 8); bx: compute_at(out, xo).vectorize(x, 8)";
+    let out = strata(&[
+        "lower",
+        "examples/kernels/blur3x3.strata",
+        "--stage",
+        "loops",
+        "--schedule",
+        schedule,
+        "--shape",
+        "H=256,W=256",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let tile_loop = stdout
+        .find("for out.s0.xo in [0, 4)")
+        .expect("a loop over column tiles");
+    let allocation = stdout
+        .find("allocate bx: u16[")
+        .expect("bx is stored per tile");
+    let production = stdout.find("produce bx").expect("bx is produced per tile");
+    assert!(
+        tile_loop < allocation && allocation < production,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("let bx.y.max = min(out.s0.yo * 32, 222) + 33"),
+        "32 rows plus a two-row halo:\n{stdout}"
+    );
+}
+
+#[test]
+fn lower_reports_an_illegal_schedule() {
+    let out = strata(&[
+        "lower",
+        "examples/kernels/matmul.strata",
+        "--stage",
+        "loops",
+        "--schedule",
+        "C.update(0): vectorize(k, 4)",
+    ]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("in the schedule of `C.update(0)`: `vectorize(k, 4)`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("carries a reduction dependency"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn lower_reports_a_malformed_schedule_and_shape() {
+    let out = strata(&[
+        "lower",
+        "examples/kernels/matmul.strata",
+        "--stage",
+        "loops",
+        "--schedule",
+        "C: spilt(i, io, ii, 4)",
+    ]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("spilt"), "{}", text(&out.stderr));
+    let out = strata(&[
+        "lower",
+        "examples/kernels/matmul.strata",
+        "--stage",
+        "loops",
+        "--shape",
+        "M=x",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("not an integer"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = strata(&[
+        "lower",
+        "examples/kernels/matmul.strata",
+        "--stage",
+        "loops",
+        "--shape",
+        "Q=3",
+    ]);
+    assert!(
+        text(&out.stderr).contains("unknown size `Q`"),
+        "{}",
+        text(&out.stderr)
+    );
+}
