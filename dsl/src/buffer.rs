@@ -148,6 +148,18 @@ impl Buffer {
         &self.data
     }
 
+    /// The address of the first element (elements are contiguous, row-major; `bool` is one
+    /// byte holding 0 or 1). For code that reads the buffer through raw pointers.
+    pub fn as_ptr(&self) -> *const u8 {
+        with_vec!(&self.data, |v| v.as_ptr() as *const u8)
+    }
+
+    /// The mutable address of the first element, for code that writes the buffer. Writers must
+    /// store valid values of the element type (0 or 1 for `bool`).
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        with_vec!(&mut self.data, |v| v.as_mut_ptr() as *mut u8)
+    }
+
     /// The elements as a slice of `T`, if `T` is the buffer's element type.
     pub fn as_slice<T: Element>(&self) -> Option<&[T]> {
         T::slice(&self.data)

@@ -23,6 +23,7 @@ pub mod ir;
 pub mod lexer;
 pub mod parser;
 pub mod print;
+pub mod random;
 pub mod value;
 
 pub use buffer::{Buffer, Data};

@@ -13,7 +13,9 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata_dsl::{evaluate, parse_kernel, Args, Buffer, Data, Dtype, Pipeline, Value};
+use std::collections::BTreeMap;
+use strata_dsl::random::{agree, random_args};
+use strata_dsl::{evaluate, parse_kernel, Args, Buffer, Pipeline};
 use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::{interpret, InterpError};
 use strata_scheduler::lower::lower;
@@ -48,67 +50,13 @@ fn random_sizes(name: &str, rng: &mut StdRng) -> Vec<(&'static str, usize)> {
     }
 }
 
-fn random_buffer(dtype: Dtype, shape: &[usize], rng: &mut StdRng) -> Buffer {
-    let n: usize = shape.iter().product();
-    let mut buffer = Buffer::zeros(dtype, shape);
-    for i in 0..n {
-        let v = match dtype {
-            Dtype::F32 | Dtype::F64 => Value::F64(rng.random_range(-1.0..1.0)).cast(dtype),
-            _ => Value::I64(rng.random_range(0..=u16::MAX as i64)).cast(dtype),
-        };
-        buffer.set_flat(i, v);
-    }
-    buffer
-}
-
-fn random_args(pipeline: &Pipeline, sizes: &[(&str, usize)], rng: &mut StdRng) -> Args {
-    let mut args = Args::new();
-    for input in &pipeline.inputs {
-        match &input.kind {
-            strata_dsl::InputKind::Buffer { shape, .. } => {
-                let shape: Vec<usize> = shape
-                    .iter()
-                    .map(|e| match e {
-                        strata_dsl::Extent::Const(c) => *c as usize,
-                        strata_dsl::Extent::Size(s) => {
-                            sizes.iter().find(|(n, _)| n == s).map_or(1, |(_, v)| *v)
-                        }
-                    })
-                    .collect();
-                args = args.buffer(&input.name, random_buffer(input.dtype, &shape, rng));
-            }
-            strata_dsl::InputKind::Scalar => {
-                args = args.scalar(
-                    &input.name,
-                    Value::F64(rng.random_range(-2.0..4.0)).cast(input.dtype),
-                );
-            }
-        }
-    }
-    args
+fn args_for(pipeline: &Pipeline, sizes: &[(&str, usize)], rng: &mut StdRng) -> Args {
+    let sizes: BTreeMap<String, usize> = sizes.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+    random_args(pipeline, &sizes, rng).unwrap()
 }
 
 fn close(got: &Buffer, expected: &Buffer) -> Result<(), String> {
-    if got.shape() != expected.shape() {
-        return Err(format!(
-            "shape {:?}, expected {:?}",
-            got.shape(),
-            expected.shape()
-        ));
-    }
-    let is_float = matches!(expected.data(), Data::F32(_) | Data::F64(_));
-    for i in 0..expected.len() {
-        let (g, e) = (got.get_flat(i).unwrap(), expected.get_flat(i).unwrap());
-        let ok = if is_float {
-            (g.as_f64() - e.as_f64()).abs() <= FLOAT_TOLERANCE * e.as_f64().abs().max(1.0)
-        } else {
-            g == e
-        };
-        if !ok {
-            return Err(format!("element {i} is {g:?}, expected {e:?}"));
-        }
-    }
-    Ok(())
+    agree(got, expected, FLOAT_TOLERANCE)
 }
 
 /// How a case ended when it did not fail.
@@ -123,7 +71,7 @@ fn case(name: &str, pipeline: &Pipeline, seed: u64) -> Result<Outcome, String> {
     let mut rng = StdRng::seed_from_u64(seed);
     let schedule = random_schedule(pipeline, &mut rng);
     let sizes = random_sizes(name, &mut rng);
-    let args = random_args(pipeline, &sizes, &mut rng);
+    let args = args_for(pipeline, &sizes, &mut rng);
     let context =
         |what: String| format!("{name} seed {seed} sizes {sizes:?}\nschedule:\n{schedule}\n{what}");
     let kernel =
@@ -230,7 +178,7 @@ fn hand_schedules() {
         for seed in 0..20 {
             let mut rng = StdRng::seed_from_u64(seed);
             let sizes = random_sizes(name, &mut rng);
-            let args = random_args(&pipeline, &sizes, &mut rng);
+            let args = args_for(&pipeline, &sizes, &mut rng);
             let expected = evaluate(&pipeline, &args).unwrap();
             let got = interpret(&kernel, &args).unwrap_or_else(|e| panic!("{name} {sizes:?}: {e}"));
             close(&got, &expected).unwrap_or_else(|e| panic!("{name} {sizes:?}: {e}"));

@@ -1,0 +1,88 @@
+//! Seeded random inputs for a kernel, and the comparison of two results with the stated float
+//! tolerance: what every differential test, `strata run` and the tuner use to check an answer.
+
+use crate::buffer::Buffer;
+use crate::dtype::Dtype;
+use crate::eval::Args;
+use crate::ir::{Extent, InputKind, Pipeline};
+use crate::value::Value;
+use rand::Rng;
+use std::collections::BTreeMap;
+
+/// Random buffers and scalars for every input of `pipeline`, with the given sizes. Floats are
+/// uniform in [-1, 1) (scalars in [-2, 4)); integers cover the type's range up to 65535.
+pub fn random_args(
+    pipeline: &Pipeline,
+    sizes: &BTreeMap<String, usize>,
+    rng: &mut impl Rng,
+) -> Result<Args, String> {
+    let mut args = Args::new();
+    for input in &pipeline.inputs {
+        match &input.kind {
+            InputKind::Buffer { shape, .. } => {
+                let shape = shape
+                    .iter()
+                    .map(|e| match e {
+                        Extent::Const(c) => Ok(*c as usize),
+                        Extent::Size(s) => sizes
+                            .get(s)
+                            .copied()
+                            .ok_or_else(|| format!("no value for size `{s}`")),
+                    })
+                    .collect::<Result<Vec<usize>, String>>()?;
+                args = args.buffer(&input.name, random_buffer(input.dtype, &shape, rng));
+            }
+            InputKind::Scalar => {
+                let v = match input.dtype {
+                    t if t.is_float() => Value::F64(rng.random_range(-2.0..4.0)).cast(t),
+                    t => Value::I64(rng.random_range(0..=100)).cast(t),
+                };
+                args = args.scalar(&input.name, v);
+            }
+        }
+    }
+    Ok(args)
+}
+
+/// A buffer of `shape` with random elements of `dtype`.
+pub fn random_buffer(dtype: Dtype, shape: &[usize], rng: &mut impl Rng) -> Buffer {
+    let mut buffer = Buffer::zeros(dtype, shape);
+    for i in 0..buffer.len() {
+        let v = match dtype {
+            Dtype::F32 | Dtype::F64 => Value::F64(rng.random_range(-1.0..1.0)).cast(dtype),
+            _ => Value::I64(rng.random_range(0..=u16::MAX as i64)).cast(dtype),
+        };
+        buffer.set_flat(i, v);
+    }
+    buffer
+}
+
+/// Whether `got` is `expected`: same shape, integers exactly, floats within `tolerance`
+/// relative to the larger of 1 and the expected value's magnitude (NaN matches NaN).
+pub fn agree(got: &Buffer, expected: &Buffer, tolerance: f64) -> Result<(), String> {
+    if got.shape() != expected.shape() || got.dtype() != expected.dtype() {
+        return Err(format!(
+            "got {} {:?}, expected {} {:?}",
+            got.dtype(),
+            got.shape(),
+            expected.dtype(),
+            expected.shape()
+        ));
+    }
+    let float = expected.dtype().is_float();
+    for i in 0..expected.len() {
+        let (Some(g), Some(e)) = (got.get_flat(i), expected.get_flat(i)) else {
+            continue;
+        };
+        let ok = if float {
+            let (g, e) = (g.as_f64(), e.as_f64());
+            (g.is_nan() && e.is_nan()) || (g - e).abs() <= tolerance * e.abs().max(1.0)
+        } else {
+            g == e
+        };
+        if !ok {
+            return Err(format!("element {i} is {g:?}, expected {e:?}"));
+        }
+    }
+    Ok(())
+}

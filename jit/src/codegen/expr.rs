@@ -1,0 +1,407 @@
+//! Expressions: loop-IR `Expr` to Cranelift values. Vectors are handled piece by piece with
+//! native 128-bit instructions where the operation exists for that type, and lane by lane
+//! otherwise (integer division, comparisons, casts between lane widths, calls).
+
+use super::scalar;
+use super::values::{layout, pack, scalar_type, splat, unpack, CVal, Layout};
+use super::FnCodegen;
+use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Value};
+use strata_dsl::{BinOp, Dtype, Intrinsic};
+use strata_scheduler::ir::UnOp;
+use strata_scheduler::{Expr, Type as IrType};
+
+/// Flags for every buffer access: buffers are checked before the call, so accesses never trap;
+/// nothing is claimed about alignment.
+pub fn mem_flags() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+impl FnCodegen<'_, '_, '_> {
+    pub fn expr(&mut self, e: &Expr) -> CVal {
+        let ty = e.ty();
+        match e {
+            Expr::Const(v) => CVal::Scalar(self.constant(*v)),
+            Expr::Var(name, _) => self.env.var(name),
+            Expr::Param(name, _) => CVal::Scalar(self.env.param(name)),
+            Expr::Load { buffer, index, ty } => self.load(buffer, index, *ty),
+            Expr::Unary(op, a) => {
+                let a_val = self.expr(a);
+                self.lanewise(ty, &[(a_val, a.ty())], &mut |b, l| match op {
+                    UnOp::Neg if ty.dtype.is_float() => b.ins().fneg(l[0]),
+                    UnOp::Neg => b.ins().ineg(l[0]),
+                    UnOp::Not => b.ins().bxor_imm_s(l[0], 1),
+                })
+            }
+            Expr::Binary(op, a, b) => self.binary(*op, a, b, ty),
+            Expr::Select(c, t, f) => self.select(c, t, f, ty),
+            Expr::Cast(to, a) => self.cast(a, *to),
+            Expr::Intrinsic(f, args) => self.intrinsic(*f, args, ty),
+            Expr::Ramp {
+                base,
+                stride,
+                lanes,
+            } => self.ramp(base, stride, *lanes, ty),
+            Expr::Broadcast { value, .. } => {
+                let x = self.expr(value).scalar();
+                splat(&mut self.b, x, ty)
+            }
+            Expr::Let { name, value, body } => {
+                let v = self.expr(value);
+                self.env.push_var(name, v, value.ty());
+                let result = self.expr(body);
+                self.env.pop_var();
+                result
+            }
+            Expr::Call { .. } => CVal::Scalar(self.b.ins().iconst(types::I32, 0)),
+        }
+    }
+
+    fn constant(&mut self, v: strata_dsl::Value) -> Value {
+        use strata_dsl::Value as V;
+        let ty = scalar_type(v.dtype());
+        match v {
+            V::F32(x) => self.b.ins().f32const(x),
+            V::F64(x) => self.b.ins().f64const(x),
+            other => self.b.ins().iconst(ty, other.as_i64().unwrap_or(0)),
+        }
+    }
+
+    /// Applies `f` to operands of types `ops`, giving type `ty`: on each native piece when all
+    /// operands and the result share one native layout and `native` allows it, else lane by
+    /// lane on scalars.
+    fn lanewise(
+        &mut self,
+        ty: IrType,
+        ops: &[(CVal, IrType)],
+        f: &mut dyn FnMut(&mut cranelift_frontend::FunctionBuilder, &[Value]) -> Value,
+    ) -> CVal {
+        self.lanewise_with(ty, ops, true, f)
+    }
+
+    fn lanewise_with(
+        &mut self,
+        ty: IrType,
+        ops: &[(CVal, IrType)],
+        native: bool,
+        f: &mut dyn FnMut(&mut cranelift_frontend::FunctionBuilder, &[Value]) -> Value,
+    ) -> CVal {
+        if ty.lanes == 1 {
+            let scalars: Vec<Value> = ops.iter().map(|(v, _)| v.scalar()).collect();
+            return CVal::Scalar(f(&mut self.b, &scalars));
+        }
+        let same_layout = ops.iter().all(|(_, t)| layout(*t) == layout(ty));
+        if native && same_layout && matches!(layout(ty), Layout::Native { .. }) {
+            let pieces = ops[0].0.pieces().len();
+            let out = (0..pieces)
+                .map(|i| {
+                    let args: Vec<Value> = ops.iter().map(|(v, _)| v.pieces()[i]).collect();
+                    f(&mut self.b, &args)
+                })
+                .collect();
+            return CVal::Pieces(out);
+        }
+        let lanes: Vec<Vec<Value>> = ops
+            .iter()
+            .map(|(v, t)| unpack(&mut self.b, v, *t))
+            .collect();
+        let out = (0..ty.lanes as usize)
+            .map(|i| {
+                let args: Vec<Value> = lanes.iter().map(|l| l[i]).collect();
+                f(&mut self.b, &args)
+            })
+            .collect();
+        pack(&mut self.b, out, ty)
+    }
+
+    fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr, ty: IrType) -> CVal {
+        let operand = a.ty();
+        if let Some(fused) = self.fused_multiply_add(op, a, b, ty) {
+            return fused;
+        }
+        let (x, y) = (self.expr(a), self.expr(b));
+        let dtype = operand.dtype;
+        // Integer division, float modulo, comparisons and byte multiplication (x64 has no
+        // vector instruction for them) run lane by lane.
+        let native = match op {
+            BinOp::Add | BinOp::Sub => true,
+            BinOp::Mul => dtype.is_float() || matches!(dtype.bytes(), 2 | 4),
+            BinOp::Div => dtype.is_float(),
+            _ => false,
+        };
+        self.lanewise_with(ty, &[(x, operand), (y, b.ty())], native, &mut |bld, l| {
+            scalar::binary(bld, op, l[0], l[1], dtype)
+        })
+    }
+
+    /// `a * b + c` on floats as one fused multiply-add when the host has it (the stated float
+    /// tolerance covers the single rounding).
+    fn fused_multiply_add(&mut self, op: BinOp, a: &Expr, b: &Expr, ty: IrType) -> Option<CVal> {
+        if op != BinOp::Add || !ty.dtype.is_float() || !self.comp.has_fma {
+            return None;
+        }
+        let (product, addend) = match (a, b) {
+            (Expr::Binary(BinOp::Mul, x, y), c) => ((x, y), c),
+            (c, Expr::Binary(BinOp::Mul, x, y)) => ((x, y), c),
+            _ => return None,
+        };
+        let ops = [
+            (self.expr(product.0), ty),
+            (self.expr(product.1), ty),
+            (self.expr(addend), ty),
+        ];
+        Some(self.lanewise(ty, &ops, &mut |bld, l| bld.ins().fma(l[0], l[1], l[2])))
+    }
+
+    fn select(&mut self, c: &Expr, t: &Expr, f: &Expr, ty: IrType) -> CVal {
+        let (cv, tv, fv) = (self.expr(c), self.expr(t), self.expr(f));
+        if c.ty().lanes == 1 && ty.lanes > 1 {
+            // One condition for every lane: pick whole pieces.
+            let cond = cv.scalar();
+            let pieces = tv
+                .pieces()
+                .iter()
+                .zip(fv.pieces())
+                .map(|(&x, &y)| self.b.ins().select(cond, x, y))
+                .collect();
+            return CVal::Pieces(pieces);
+        }
+        let ops = [(cv, c.ty()), (tv, ty), (fv, ty)];
+        self.lanewise_with(ty, &ops, false, &mut |bld, l| {
+            bld.ins().select(l[0], l[1], l[2])
+        })
+    }
+
+    fn cast(&mut self, a: &Expr, to: IrType) -> CVal {
+        let from = a.ty();
+        let v = self.expr(a);
+        if from.dtype == to.dtype {
+            return v;
+        }
+        let same_bits = scalar_type(from.dtype) == scalar_type(to.dtype)
+            && from.dtype != Dtype::Bool
+            && to.dtype != Dtype::Bool;
+        if same_bits {
+            return v; // u32 <-> i32 and friends share their bits
+        }
+        if let Some(widened) = self.widen_natively(&v, from, to) {
+            return widened;
+        }
+        let (fd, td) = (from.dtype, to.dtype);
+        if let (Layout::Native { .. }, Layout::Native { .. }) = (layout(from), layout(to)) {
+            let convert: Option<fn(&mut cranelift_frontend::FunctionBuilder, Value) -> Value> =
+                match (fd, td) {
+                    (Dtype::I32, Dtype::F32) => {
+                        Some(|bld, x| bld.ins().fcvt_from_sint(types::F32X4, x))
+                    }
+                    (Dtype::F32, Dtype::I32) => {
+                        Some(|bld, x| bld.ins().fcvt_to_sint_sat(types::I32X4, x))
+                    }
+                    _ => None,
+                };
+            if let Some(convert) = convert {
+                return CVal::Pieces(
+                    v.pieces()
+                        .iter()
+                        .map(|&p| convert(&mut self.b, p))
+                        .collect(),
+                );
+            }
+        }
+        self.lanewise_with(to, &[(v, from)], false, &mut |bld, l| {
+            scalar::cast(bld, l[0], fd, td)
+        })
+    }
+
+    /// `u16 -> u32`, `i16 -> i32`, `u8 -> u16`, `i8 -> i16` (and on to 32 bits) with the
+    /// widening instructions, when both sides are native vectors.
+    fn widen_natively(&mut self, v: &CVal, from: IrType, to: IrType) -> Option<CVal> {
+        let (Layout::Native { .. }, Layout::Native { .. }) = (layout(from), layout(to)) else {
+            return None;
+        };
+        if !from.dtype.is_int() || !to.dtype.is_int() || to.dtype.bytes() != 2 * from.dtype.bytes()
+        {
+            return None;
+        }
+        let signed = from.dtype.is_signed_int();
+        let mut out = Vec::new();
+        for &piece in v.pieces() {
+            let (lo, hi) = if signed {
+                (
+                    self.b.ins().swiden_low(piece),
+                    self.b.ins().swiden_high(piece),
+                )
+            } else {
+                (
+                    self.b.ins().uwiden_low(piece),
+                    self.b.ins().uwiden_high(piece),
+                )
+            };
+            out.push(lo);
+            out.push(hi);
+        }
+        Some(CVal::Pieces(out))
+    }
+
+    fn intrinsic(&mut self, f: Intrinsic, args: &[Expr], ty: IrType) -> CVal {
+        let dtype = ty.dtype;
+        if let Some(name) = math_symbol(f, dtype) {
+            if f == Intrinsic::Exp && dtype == Dtype::F32 {
+                if let Layout::Native { .. } = layout(ty) {
+                    let x = self.expr(&args[0]);
+                    let pieces = x
+                        .pieces()
+                        .iter()
+                        .map(|&p| crate::vmath::exp_f32x4(&mut self.b, p))
+                        .collect();
+                    return CVal::Pieces(pieces);
+                }
+            }
+            let vals: Vec<(CVal, IrType)> = args.iter().map(|a| (self.expr(a), a.ty())).collect();
+            let func = self.math_ref(name, dtype, args.len());
+            return self.lanewise_with(ty, &vals, false, &mut |bld, l| {
+                let call = bld.ins().call(func, l);
+                bld.inst_results(call)[0]
+            });
+        }
+        let vals: Vec<(CVal, IrType)> = args.iter().map(|a| (self.expr(a), a.ty())).collect();
+        let native = !(dtype.is_int() && dtype.bytes() == 8);
+        self.lanewise_with(ty, &vals, native, &mut |bld, l| match f {
+            Intrinsic::Min => scalar::min_max(bld, true, l[0], l[1], dtype),
+            Intrinsic::Max => scalar::min_max(bld, false, l[0], l[1], dtype),
+            Intrinsic::Clamp => {
+                let low = scalar::min_max(bld, false, l[0], l[1], dtype);
+                scalar::min_max(bld, true, low, l[2], dtype)
+            }
+            Intrinsic::Abs => scalar::abs(bld, l[0], dtype),
+            Intrinsic::Floor => bld.ins().floor(l[0]),
+            Intrinsic::Ceil => bld.ins().ceil(l[0]),
+            Intrinsic::Round => bld.ins().nearest(l[0]),
+            Intrinsic::Sqrt => bld.ins().sqrt(l[0]),
+            _ => l[0],
+        })
+    }
+
+    fn ramp(&mut self, base: &Expr, stride: &Expr, lanes: u16, ty: IrType) -> CVal {
+        let base = self.expr(base).scalar();
+        let stride = self.expr(stride).scalar();
+        let dtype = ty.dtype;
+        let lane_values: Vec<Value> = (0..lanes as i64)
+            .map(|i| {
+                let k = self.constant(strata_dsl::Value::I64(i).cast(dtype));
+                let step = scalar::binary(&mut self.b, BinOp::Mul, stride, k, dtype);
+                scalar::binary(&mut self.b, BinOp::Add, base, step, dtype)
+            })
+            .collect();
+        pack(&mut self.b, lane_values, ty)
+    }
+
+    /// The address of element `index` (an `i32`) of a buffer of `dtype`.
+    pub fn address(&mut self, base: Value, index: Value, dtype: Dtype) -> Value {
+        let wide = self.b.ins().sextend(types::I64, index);
+        let offset = self.b.ins().imul_imm_s(wide, dtype.bytes() as i64);
+        self.b.ins().iadd(base, offset)
+    }
+
+    fn load(&mut self, buffer: &str, index: &Expr, ty: IrType) -> CVal {
+        let base = self.env.buffer(buffer);
+        let elem = scalar_type(ty.dtype);
+        if ty.lanes == 1 {
+            let i = self.expr(index).scalar();
+            let addr = self.address(base, i, ty.dtype);
+            return CVal::Scalar(self.b.ins().load(elem, mem_flags(), addr, 0));
+        }
+        if let Some(start) = self.dense_start(index) {
+            let addr = self.address(base, start, ty.dtype);
+            return self.load_dense(addr, ty);
+        }
+        let indices = self.expr(index);
+        let lanes = unpack(&mut self.b, &indices, index.ty());
+        let values = lanes
+            .into_iter()
+            .map(|i| {
+                let addr = self.address(base, i, ty.dtype);
+                self.b.ins().load(elem, mem_flags(), addr, 0)
+            })
+            .collect();
+        pack(&mut self.b, values, ty)
+    }
+
+    /// The first index of a contiguous `ramp(base, 1, n)`, if `index` is one.
+    pub fn dense_start(&mut self, index: &Expr) -> Option<Value> {
+        match index {
+            Expr::Ramp { base, stride, .. } if stride.as_int() == Some(1) => {
+                Some(self.expr(base).scalar())
+            }
+            _ => None,
+        }
+    }
+
+    fn load_dense(&mut self, addr: Value, ty: IrType) -> CVal {
+        let bytes = ty.dtype.bytes() as i32;
+        match layout(ty) {
+            Layout::Native { pieces, vector, .. } => CVal::Pieces(
+                (0..pieces)
+                    .map(|p| self.b.ins().load(vector, mem_flags(), addr, p as i32 * 16))
+                    .collect(),
+            ),
+            _ => {
+                let elem = scalar_type(ty.dtype);
+                CVal::Pieces(
+                    (0..ty.lanes as i32)
+                        .map(|i| self.b.ins().load(elem, mem_flags(), addr, i * bytes))
+                        .collect(),
+                )
+            }
+        }
+    }
+}
+
+/// The runtime symbol for a math function without a native instruction.
+fn math_symbol(f: Intrinsic, dtype: Dtype) -> Option<&'static str> {
+    let f32 = dtype == Dtype::F32;
+    Some(match f {
+        Intrinsic::Exp => {
+            if f32 {
+                "strata_expf"
+            } else {
+                "strata_exp"
+            }
+        }
+        Intrinsic::Log => {
+            if f32 {
+                "strata_logf"
+            } else {
+                "strata_log"
+            }
+        }
+        Intrinsic::Pow => {
+            if f32 {
+                "strata_powf"
+            } else {
+                "strata_pow"
+            }
+        }
+        Intrinsic::Sin => {
+            if f32 {
+                "strata_sinf"
+            } else {
+                "strata_sin"
+            }
+        }
+        Intrinsic::Cos => {
+            if f32 {
+                "strata_cosf"
+            } else {
+                "strata_cos"
+            }
+        }
+        Intrinsic::Tanh => {
+            if f32 {
+                "strata_tanhf"
+            } else {
+                "strata_tanh"
+            }
+        }
+        _ => return None,
+    })
+}

@@ -1,0 +1,341 @@
+//! Code generation: a lowered kernel (flattened loop IR) to machine code through Cranelift.
+//!
+//! The kernel becomes one entry function `entry(frame: *const u64)`; the frame holds, in
+//! order, one pointer per buffer (inputs, then the output), each size variable, each scalar
+//! parameter (its bits, zero-extended) and the thread count. Each parallel loop body becomes a
+//! function `body(ctx, lo, hi)` called through the runtime's `strata_parallel_for`; `ctx` points
+//! to a copy of every value in scope where the loop starts.
+
+mod expr;
+mod scalar;
+mod stmt;
+mod values;
+
+use crate::runtime;
+use cranelift_codegen::ir::{
+    types, AbiParam, FuncRef, InstBuilder, Signature, Type, UserFuncName, Value,
+};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_codegen::Context;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{FuncId, Linkage, Module};
+use std::collections::HashMap;
+use strata_dsl::Dtype;
+use strata_scheduler::{LoweredKernel, Type as IrType};
+pub use values::CVal;
+
+/// Why a kernel could not be compiled (a bug in an earlier rung or in code generation).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum CodegenError {
+    #[error("cannot set up the host ISA: {0}")]
+    Isa(String),
+    #[error("Cranelift rejected `{function}`: {message}")]
+    Cranelift { function: String, message: String },
+}
+
+/// Compilation settings.
+#[derive(Clone, Debug)]
+pub struct CodegenOptions {
+    /// `"speed"` (default) or `"none"`.
+    pub opt_level: &'static str,
+    /// Run Cranelift's IR verifier (on in tests).
+    pub verify: bool,
+    /// Keep the text of the Cranelift IR and of the machine code, for printing.
+    pub keep_text: bool,
+}
+
+impl Default for CodegenOptions {
+    fn default() -> Self {
+        CodegenOptions {
+            opt_level: "speed",
+            verify: cfg!(debug_assertions),
+            keep_text: false,
+        }
+    }
+}
+
+/// The machine code of one kernel, with the module that owns it.
+pub struct Compiled {
+    pub module: JITModule,
+    pub entry: FuncId,
+    /// Cranelift IR of every function (entry first), when asked for.
+    pub clif: Vec<String>,
+    /// The machine code listing (Cranelift's VCode) of every function, when asked for.
+    pub asm: Vec<String>,
+}
+
+/// Compiles `kernel` into a fresh JIT module.
+pub fn compile(kernel: &LoweredKernel, options: &CodegenOptions) -> Result<Compiled, CodegenError> {
+    let module = new_module(options)?;
+    let has_fma = module
+        .isa()
+        .isa_flags()
+        .iter()
+        .any(|f| f.name == "has_fma" && f.as_bool() == Some(true));
+    let mut comp = Compiler {
+        module,
+        kernel,
+        options: options.clone(),
+        has_fma,
+        closures: 0,
+        clif: Vec::new(),
+        asm: Vec::new(),
+    };
+    let entry = comp.entry_function()?;
+    let Compiler {
+        mut module,
+        clif,
+        asm,
+        ..
+    } = comp;
+    module
+        .finalize_definitions()
+        .map_err(|e| CodegenError::Cranelift {
+            function: "finalize".into(),
+            message: e.to_string(),
+        })?;
+    Ok(Compiled {
+        module,
+        entry,
+        clif,
+        asm,
+    })
+}
+
+fn new_module(options: &CodegenOptions) -> Result<JITModule, CodegenError> {
+    let isa_error = |e: &dyn std::fmt::Display| CodegenError::Isa(e.to_string());
+    let mut flags = settings::builder();
+    let settings = [
+        ("opt_level", options.opt_level),
+        (
+            "enable_verifier",
+            if options.verify { "true" } else { "false" },
+        ),
+        ("is_pic", "false"),
+        ("use_colocated_libcalls", "false"),
+    ];
+    for (name, value) in settings {
+        flags.set(name, value).map_err(|e| isa_error(&e))?;
+    }
+    let isa = cranelift_native::builder()
+        .map_err(|e| isa_error(&e))?
+        .finish(settings::Flags::new(flags))
+        .map_err(|e| isa_error(&e))?;
+    let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+    for (name, address) in runtime::symbols() {
+        builder.symbol(name, address);
+    }
+    Ok(JITModule::new(builder))
+}
+
+/// State shared by every function of one kernel.
+pub(crate) struct Compiler<'k> {
+    module: JITModule,
+    kernel: &'k LoweredKernel,
+    options: CodegenOptions,
+    pub(crate) has_fma: bool,
+    closures: usize,
+    clif: Vec<String>,
+    asm: Vec<String>,
+}
+
+impl Compiler<'_> {
+    fn pointer(&self) -> Type {
+        self.module.target_config().pointer_type()
+    }
+
+    fn entry_function(&mut self) -> Result<FuncId, CodegenError> {
+        let mut sig = self.module.make_signature();
+        sig.params.push(AbiParam::new(self.pointer()));
+        let id = self.declare("entry", &sig)?;
+        let kernel = self.kernel;
+        self.define(id, "entry", sig, |cg, params| {
+            cg.load_frame(params[0], kernel);
+            cg.stmt(&kernel.body);
+        })?;
+        Ok(id)
+    }
+
+    fn declare(&mut self, name: &str, sig: &Signature) -> Result<FuncId, CodegenError> {
+        self.module
+            .declare_function(name, Linkage::Local, sig)
+            .map_err(|e| CodegenError::Cranelift {
+                function: name.to_string(),
+                message: e.to_string(),
+            })
+    }
+
+    /// Builds the body of function `id` with `build`, which gets the entry block's parameters.
+    fn define(
+        &mut self,
+        id: FuncId,
+        name: &str,
+        sig: Signature,
+        build: impl FnOnce(&mut FnCodegen, &[Value]),
+    ) -> Result<(), CodegenError> {
+        let mut ctx = self.module.make_context();
+        ctx.func.signature = sig;
+        ctx.func.name = UserFuncName::user(0, id.as_u32());
+        let mut fctx = FunctionBuilderContext::new();
+        {
+            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+            let block = b.create_block();
+            b.append_block_params_for_function_params(block);
+            b.switch_to_block(block);
+            b.seal_block(block);
+            let params = b.block_params(block).to_vec();
+            let mut cg = FnCodegen {
+                b,
+                env: Env::default(),
+                comp: self,
+                refs: HashMap::new(),
+                failure: None,
+            };
+            build(&mut cg, &params);
+            cg.b.ins().return_(&[]);
+            let FnCodegen { b, failure, .. } = cg;
+            b.finalize(self.module.target_config());
+            if let Some(e) = failure {
+                return Err(e);
+            }
+        }
+        self.finish(id, name, &mut ctx)
+    }
+
+    fn finish(&mut self, id: FuncId, name: &str, ctx: &mut Context) -> Result<(), CodegenError> {
+        if self.options.keep_text {
+            self.clif.push(ctx.func.display().to_string());
+            ctx.set_disasm(true);
+        }
+        self.module
+            .define_function(id, ctx)
+            .map_err(|e| CodegenError::Cranelift {
+                function: name.to_string(),
+                message: format!("{e:?}"),
+            })?;
+        if self.options.keep_text {
+            let text = ctx
+                .compiled_code()
+                .and_then(|c| c.vcode.clone())
+                .unwrap_or_default();
+            self.asm.push(format!("; {name}\n{text}"));
+        }
+        self.module.clear_context(ctx);
+        Ok(())
+    }
+}
+
+/// What is in scope while generating code: variables, buffers, parameters, the thread count.
+#[derive(Clone, Default)]
+pub(crate) struct Env {
+    vars: Vec<(String, CVal, IrType)>,
+    buffers: Vec<(String, Value)>,
+    params: Vec<(String, Value, Dtype)>,
+    threads: Option<Value>,
+}
+
+impl Env {
+    pub fn push_var(&mut self, name: &str, v: CVal, ty: IrType) {
+        self.vars.push((name.to_string(), v, ty));
+    }
+
+    pub fn pop_var(&mut self) {
+        self.vars.pop();
+    }
+
+    /// A variable's value (the verifier guarantees it is bound).
+    pub fn var(&self, name: &str) -> CVal {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(n, ..)| n == name)
+            .map(|(_, v, _)| v.clone())
+            .unwrap_or_else(|| panic!("strata bug: unbound `{name}` reached code generation"))
+    }
+
+    pub fn buffer(&self, name: &str) -> Value {
+        self.buffers
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| *v)
+            .unwrap_or_else(|| {
+                panic!("strata bug: unknown buffer `{name}` reached code generation")
+            })
+    }
+
+    pub fn param(&self, name: &str) -> Value {
+        self.params
+            .iter()
+            .find(|(n, ..)| n == name)
+            .map(|(_, v, _)| *v)
+            .unwrap_or_else(|| {
+                panic!("strata bug: unknown parameter `{name}` reached code generation")
+            })
+    }
+}
+
+/// Generates one Cranelift function.
+pub(crate) struct FnCodegen<'c, 'f, 'k> {
+    pub b: FunctionBuilder<'f>,
+    pub env: Env,
+    pub comp: &'c mut Compiler<'k>,
+    refs: HashMap<String, FuncRef>,
+    /// The first error (from defining a parallel body); reported when the function is done.
+    failure: Option<CodegenError>,
+}
+
+impl FnCodegen<'_, '_, '_> {
+    /// Binds buffers, sizes, parameters and the thread count from the entry's frame.
+    fn load_frame(&mut self, frame: Value, kernel: &LoweredKernel) {
+        let flags = expr::mem_flags();
+        let ptr = self.comp.pointer();
+        let mut slot = 0i32;
+        let mut next = |cg: &mut Self, ty: Type| {
+            let v = cg.b.ins().load(ty, flags, frame, slot * 8);
+            slot += 1;
+            v
+        };
+        for input in &kernel.inputs {
+            let p = next(self, ptr);
+            self.env.buffers.push((input.name.clone(), p));
+        }
+        let out = next(self, ptr);
+        self.env.buffers.push((kernel.output.name.clone(), out));
+        for size in &kernel.sizes {
+            let v = next(self, types::I32);
+            self.env.push_var(size, CVal::Scalar(v), IrType::I32);
+        }
+        for (name, dtype) in &kernel.params {
+            let v = next(self, values::scalar_type(*dtype));
+            self.env.params.push((name.clone(), v, *dtype));
+        }
+        self.env.threads = Some(next(self, types::I32));
+    }
+
+    /// A reference to a runtime function, imported once per function.
+    fn runtime_ref(&mut self, name: &str, params: &[Type], returns: &[Type]) -> FuncRef {
+        if let Some(r) = self.refs.get(name) {
+            return *r;
+        }
+        let mut sig = self.comp.module.make_signature();
+        sig.params.extend(params.iter().map(|t| AbiParam::new(*t)));
+        sig.returns
+            .extend(returns.iter().map(|t| AbiParam::new(*t)));
+        let id = self
+            .comp
+            .module
+            .declare_function(name, Linkage::Import, &sig)
+            .unwrap_or_else(|e| panic!("strata bug: runtime function `{name}`: {e}"));
+        let r = self.comp.module.declare_func_in_func(id, self.b.func);
+        self.refs.insert(name.to_string(), r);
+        r
+    }
+
+    /// The scalar math function `name` (`nargs` arguments of `dtype`).
+    fn math_ref(&mut self, name: &str, dtype: Dtype, nargs: usize) -> FuncRef {
+        let t = values::scalar_type(dtype);
+        self.runtime_ref(name, &vec![t; nargs], &[t])
+    }
+}

@@ -1,0 +1,327 @@
+//! Statements: loops, lets, conditionals, storage and stores. A parallel loop's body becomes its
+//! own function, called by the runtime on chunks of the range with a context holding every value
+//! in scope.
+
+use super::expr::mem_flags;
+use super::values::{layout, splat, unpack, CVal, Layout};
+use super::{Env, FnCodegen};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{
+    types, AbiParam, BlockArg, InstBuilder, StackSlotData, StackSlotKind, Value,
+};
+use cranelift_module::Module;
+use strata_dsl::Dtype;
+use strata_scheduler::{Expr, ForKind, Stmt, Type as IrType};
+
+/// Allocations of at most this many bytes with a constant size live on the stack.
+const STACK_ALLOCATION_LIMIT: i64 = 16 * 1024;
+
+impl FnCodegen<'_, '_, '_> {
+    pub fn stmt(&mut self, s: &Stmt) {
+        match s {
+            Stmt::For {
+                var,
+                min,
+                extent,
+                kind: ForKind::Parallel,
+                body,
+            } => self.parallel_for(var, min, extent, body),
+            Stmt::For {
+                var,
+                min,
+                extent,
+                body,
+                ..
+            } => self.serial_for(var, min, extent, body),
+            Stmt::Let { name, value, body } => {
+                let v = self.expr(value);
+                self.env.push_var(name, v, value.ty());
+                self.stmt(body);
+                self.env.pop_var();
+            }
+            Stmt::Block(stmts) => stmts.iter().for_each(|s| self.stmt(s)),
+            Stmt::If {
+                cond,
+                then_case,
+                else_case,
+            } => self.if_then_else(cond, then_case, else_case.as_deref()),
+            Stmt::Allocate {
+                buffer,
+                dtype,
+                size,
+                body,
+            } => self.allocate(buffer, *dtype, size, body),
+            Stmt::Store {
+                buffer,
+                index,
+                value,
+            } => self.store(buffer, index, value),
+            Stmt::Produce { body, .. } => self.stmt(body),
+            // The verifier rules these out after flattening.
+            Stmt::Realize { .. } | Stmt::Provide { .. } | Stmt::NoOp => {}
+        }
+    }
+
+    fn serial_for(&mut self, var: &str, min: &Expr, extent: &Expr, body: &Stmt) {
+        let lo = self.expr(min).scalar();
+        let n = self.expr(extent).scalar();
+        let hi = self.b.ins().iadd(lo, n);
+        self.counted_loop(lo, hi, &mut |cg, i| {
+            cg.env.push_var(var, CVal::Scalar(i), IrType::I32);
+            cg.stmt(body);
+            cg.env.pop_var();
+        });
+    }
+
+    /// `for i in lo..hi { body(i) }` with `i` an `i32` block parameter.
+    fn counted_loop(&mut self, lo: Value, hi: Value, body: &mut dyn FnMut(&mut Self, Value)) {
+        let header = self.b.create_block();
+        let body_block = self.b.create_block();
+        let exit = self.b.create_block();
+        let i = self.b.append_block_param(header, types::I32);
+        self.b.ins().jump(header, &[BlockArg::Value(lo)]);
+        self.b.switch_to_block(header);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, i, hi);
+        self.b.ins().brif(more, body_block, &[], exit, &[]);
+        self.b.switch_to_block(body_block);
+        self.b.seal_block(body_block);
+        body(self, i);
+        let next = self.b.ins().iadd_imm_s(i, 1);
+        self.b.ins().jump(header, &[BlockArg::Value(next)]);
+        self.b.seal_block(header);
+        self.b.switch_to_block(exit);
+        self.b.seal_block(exit);
+    }
+
+    fn if_then_else(&mut self, cond: &Expr, then_case: &Stmt, else_case: Option<&Stmt>) {
+        let c = self.expr(cond).scalar();
+        let then_block = self.b.create_block();
+        let else_block = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.ins().brif(c, then_block, &[], else_block, &[]);
+        for (block, branch) in [(then_block, Some(then_case)), (else_block, else_case)] {
+            self.b.switch_to_block(block);
+            self.b.seal_block(block);
+            if let Some(s) = branch {
+                self.stmt(s);
+            }
+            self.b.ins().jump(join, &[]);
+        }
+        self.b.switch_to_block(join);
+        self.b.seal_block(join);
+    }
+
+    fn store(&mut self, buffer: &str, index: &Expr, value: &Expr) {
+        let base = self.env.buffer(buffer);
+        let ty = value.ty();
+        let dtype = ty.dtype;
+        let lanes = index.ty().lanes;
+        let v = self.expr(value);
+        if lanes == 1 {
+            let i = self.expr(index).scalar();
+            let addr = self.address(base, i, dtype);
+            self.b.ins().store(mem_flags(), v.scalar(), addr, 0);
+            return;
+        }
+        let vty = ty.with_lanes(lanes);
+        let v = if ty.lanes == 1 {
+            splat(&mut self.b, v.scalar(), vty)
+        } else {
+            v
+        };
+        if let Some(start) = self.dense_start(index) {
+            let addr = self.address(base, start, dtype);
+            let step = match layout(vty) {
+                Layout::Native { .. } => 16,
+                _ => dtype.bytes() as i32,
+            };
+            for (k, &piece) in v.pieces().iter().enumerate() {
+                self.b
+                    .ins()
+                    .store(mem_flags(), piece, addr, k as i32 * step);
+            }
+            return;
+        }
+        let indices = self.expr(index);
+        let index_lanes = unpack(&mut self.b, &indices, index.ty());
+        let value_lanes = unpack(&mut self.b, &v, vty);
+        for (i, x) in index_lanes.into_iter().zip(value_lanes) {
+            let addr = self.address(base, i, dtype);
+            self.b.ins().store(mem_flags(), x, addr, 0);
+        }
+    }
+
+    /// Storage for `body`: a stack slot when small and constant, else the runtime's heap,
+    /// freed after `body` (the IR has no early exits, so that is every path).
+    fn allocate(&mut self, buffer: &str, dtype: Dtype, size: &Expr, body: &Stmt) {
+        let elem = dtype.bytes() as i64;
+        if let Some(n) = size.as_int().filter(|n| n * elem <= STACK_ALLOCATION_LIMIT) {
+            let bytes = (n.max(1) * elem) as u32;
+            let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                bytes,
+                6,
+            ));
+            let ptr = self.b.ins().stack_addr(self.comp.pointer(), slot, 0);
+            self.with_buffer(buffer, ptr, body);
+            return;
+        }
+        let n = self.expr(size).scalar();
+        let n = self.b.ins().sextend(types::I64, n);
+        let bytes = self.b.ins().imul_imm_s(n, elem);
+        let ptr_ty = self.comp.pointer();
+        let malloc = self.runtime_ref("strata_malloc", &[types::I64], &[ptr_ty]);
+        let call = self.b.ins().call(malloc, &[bytes]);
+        let ptr = self.b.inst_results(call)[0];
+        self.with_buffer(buffer, ptr, body);
+        let free = self.runtime_ref("strata_free", &[ptr_ty, types::I64], &[]);
+        self.b.ins().call(free, &[ptr, bytes]);
+    }
+
+    fn with_buffer(&mut self, name: &str, ptr: Value, body: &Stmt) {
+        self.env.buffers.push((name.to_string(), ptr));
+        self.stmt(body);
+        self.env.buffers.pop();
+    }
+
+    /// A parallel loop: the body becomes a function of `(ctx, lo, hi)`; everything in scope is
+    /// copied into a stack context that the function reads back.
+    fn parallel_for(&mut self, var: &str, min: &Expr, extent: &Expr, body: &Stmt) {
+        let lo = self.expr(min).scalar();
+        let n = self.expr(extent).scalar();
+        let (ctx, captured) = self.capture_scope();
+        let Some(func) = self.define_parallel_body(var, body, &captured) else {
+            return;
+        };
+        let ptr_ty = self.comp.pointer();
+        let body_ref = self.comp.module.declare_func_in_func(func, self.b.func);
+        let body_addr = self.b.ins().func_addr(ptr_ty, body_ref);
+        let threads = self
+            .env
+            .threads
+            .unwrap_or_else(|| self.b.ins().iconst(types::I32, 1));
+        let params = [ptr_ty, ptr_ty, types::I32, types::I32, types::I32];
+        let run = self.runtime_ref("strata_parallel_for", &params, &[]);
+        self.b.ins().call(run, &[body_addr, ctx, lo, n, threads]);
+    }
+
+    /// Stores every value in scope in a stack slot, 16 bytes per Cranelift value; returns its
+    /// address and the environment with the Cranelift types of what was stored.
+    fn capture_scope(&mut self) -> (Value, Env) {
+        let mut values: Vec<Value> = Vec::new();
+        for (_, v, _) in &self.env.vars {
+            values.extend_from_slice(v.pieces());
+        }
+        values.extend(self.env.buffers.iter().map(|(_, p)| *p));
+        values.extend(self.env.params.iter().map(|(_, p, _)| *p));
+        values.extend(self.env.threads);
+        let bytes = (values.len().max(1) * 16) as u32;
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            bytes,
+            4,
+        ));
+        for (i, &v) in values.iter().enumerate() {
+            let ptr = self.comp.pointer();
+            self.b.ins().stack_store(ptr, v, slot, i as i32 * 16);
+        }
+        let ctx = self.b.ins().stack_addr(self.comp.pointer(), slot, 0);
+        (ctx, self.env.clone())
+    }
+
+    /// Defines the function running `body` for `var` in `lo..hi`, reading `captured` back from
+    /// its context. `None` (with the error kept) if Cranelift rejects it.
+    fn define_parallel_body(
+        &mut self,
+        var: &str,
+        body: &Stmt,
+        captured: &Env,
+    ) -> Option<cranelift_module::FuncId> {
+        let ptr_ty = self.comp.pointer();
+        let mut sig = self.comp.module.make_signature();
+        sig.params.extend([
+            AbiParam::new(ptr_ty),
+            AbiParam::new(types::I32),
+            AbiParam::new(types::I32),
+        ]);
+        self.comp.closures += 1;
+        let name = format!("parallel_{}", self.comp.closures);
+        let result = self.comp.declare(&name, &sig).and_then(|id| {
+            let types_of: Vec<cranelift_codegen::ir::Type> = self.captured_types(captured);
+            self.comp
+                .define(id, &name, sig, |cg, params| {
+                    cg.env = restore_scope(cg, params[0], captured, &types_of);
+                    cg.counted_loop(params[1], params[2], &mut |cg, i| {
+                        cg.env.push_var(var, CVal::Scalar(i), IrType::I32);
+                        cg.stmt(body);
+                        cg.env.pop_var();
+                    });
+                })
+                .map(|()| id)
+        });
+        match result {
+            Ok(id) => Some(id),
+            Err(e) => {
+                self.failure.get_or_insert(e);
+                None
+            }
+        }
+    }
+
+    /// The Cranelift types of the values `capture_scope` stores, in order.
+    fn captured_types(&self, env: &Env) -> Vec<cranelift_codegen::ir::Type> {
+        let mut out = Vec::new();
+        for (_, v, _) in &env.vars {
+            out.extend(v.pieces().iter().map(|p| self.b.func.dfg.value_type(*p)));
+        }
+        out.extend(
+            env.buffers
+                .iter()
+                .map(|(_, p)| self.b.func.dfg.value_type(*p)),
+        );
+        out.extend(
+            env.params
+                .iter()
+                .map(|(_, p, _)| self.b.func.dfg.value_type(*p)),
+        );
+        out.extend(env.threads.iter().map(|p| self.b.func.dfg.value_type(*p)));
+        out
+    }
+}
+
+/// Rebuilds the environment `captured` inside a parallel body from the context at `ctx`.
+fn restore_scope(
+    cg: &mut FnCodegen,
+    ctx: Value,
+    captured: &Env,
+    types_of: &[cranelift_codegen::ir::Type],
+) -> Env {
+    let mut next = 0usize;
+    let mut load = |cg: &mut FnCodegen| {
+        let v =
+            cg.b.ins()
+                .load(types_of[next], mem_flags(), ctx, next as i32 * 16);
+        next += 1;
+        v
+    };
+    let mut env = Env::default();
+    for (name, v, ty) in &captured.vars {
+        let pieces: Vec<Value> = v.pieces().iter().map(|_| load(cg)).collect();
+        let value = if matches!(v, CVal::Scalar(_)) {
+            CVal::Scalar(pieces[0])
+        } else {
+            CVal::Pieces(pieces)
+        };
+        env.vars.push((name.clone(), value, *ty));
+    }
+    for (name, _) in &captured.buffers {
+        env.buffers.push((name.clone(), load(cg)));
+    }
+    for (name, _, dtype) in &captured.params {
+        env.params.push((name.clone(), load(cg), *dtype));
+    }
+    if captured.threads.is_some() {
+        env.threads = Some(load(cg));
+    }
+    env
+}

@@ -1,0 +1,188 @@
+//! The answer never depends on the schedule, through the JIT too: for every example kernel,
+//! random legal schedules (vectorized, unrolled, parallel, compute_at) on random shapes are
+//! lowered, compiled with Cranelift, run with one to three threads, and compared with the
+//! reference evaluator (integers exactly, floats within 1e-4 relative: reassociation and fused
+//! multiply-adds) and with the loop-IR interpreter.
+//!
+//! `STRATA_CASES=n` sets the cases per kernel (default 120); `STRATA_SEED=s` replays one case.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use strata_dsl::random::{agree, random_args};
+use strata_dsl::{evaluate, parse_kernel, Pipeline};
+use strata_jit::{CallError, CodegenOptions, CompiledKernel};
+use strata_scheduler::generate::random_schedule;
+use strata_scheduler::interp::interpret;
+use strata_scheduler::lower::lower;
+use strata_scheduler::schedule::text::parse_schedule;
+
+const FLOAT_TOLERANCE: f64 = 1e-4;
+
+fn example(name: &str) -> Pipeline {
+    let path = format!(
+        "{}/../examples/kernels/{name}.strata",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
+}
+
+fn random_sizes(name: &str, rng: &mut StdRng) -> BTreeMap<String, usize> {
+    let mut r = |lo: usize, hi: usize| rng.random_range(lo..=hi);
+    let sizes: Vec<(&str, usize)> = match name {
+        "matmul" => vec![("M", r(1, 9)), ("N", r(1, 19)), ("K", r(1, 7))],
+        "blur3x3" => vec![("H", r(3, 12)), ("W", r(3, 21))],
+        "softmax" => vec![("R", r(1, 5)), ("C", r(1, 21))],
+        "conv2d" => vec![
+            ("N", r(1, 2)),
+            ("C", r(1, 3)),
+            ("F", r(1, 2)),
+            ("H", r(3, 7)),
+            ("W", r(3, 12)),
+        ],
+        "histogram" | "brighten" => vec![("H", r(1, 7)), ("W", r(1, 19))],
+        "gaussian5" => vec![("H", r(1, 9)), ("W", r(1, 18))],
+        _ => vec![],
+    };
+    sizes.into_iter().map(|(n, v)| (n.to_string(), v)).collect()
+}
+
+fn options() -> CodegenOptions {
+    CodegenOptions {
+        verify: true,
+        ..CodegenOptions::default()
+    }
+}
+
+/// One seeded case; `Ok(false)` when a round_up schedule refused a too-small input.
+fn case(name: &str, pipeline: &Pipeline, seed: u64) -> Result<bool, String> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let schedule = random_schedule(pipeline, &mut rng);
+    let sizes = random_sizes(name, &mut rng);
+    let args = random_args(pipeline, &sizes, &mut rng)?;
+    let threads = rng.random_range(1..=3);
+    let context = |what: String| {
+        format!(
+            "{name} seed {seed} sizes {sizes:?} threads {threads}\nschedule:\n{schedule}\n{what}"
+        )
+    };
+    let lowered =
+        lower(pipeline, &schedule).map_err(|e| context(format!("lowering failed: {e}")))?;
+    let compiled = CompiledKernel::new(&lowered, &options())
+        .map_err(|e| context(format!("compilation failed: {e}\n{lowered}")))?;
+    let expected =
+        evaluate(pipeline, &args).map_err(|e| context(format!("reference failed: {e}")))?;
+    let got = match compiled.run(&args, threads) {
+        Err(CallError::InputTooSmall { .. }) if schedule.to_string().contains("round_up") => {
+            return Ok(false)
+        }
+        Err(e) => return Err(context(format!("the call was refused: {e}\n{lowered}"))),
+        Ok(got) => got,
+    };
+    agree(&got, &expected, FLOAT_TOLERANCE)
+        .map_err(|e| context(format!("JIT vs reference: {e}\n{lowered}")))?;
+    let interpreted =
+        interpret(&lowered, &args).map_err(|e| context(format!("interpreter failed: {e}")))?;
+    agree(&got, &interpreted, FLOAT_TOLERANCE)
+        .map_err(|e| context(format!("JIT vs interpreter: {e}\n{lowered}")))?;
+    Ok(true)
+}
+
+fn differential(name: &str) {
+    let pipeline = example(name);
+    let cases: u64 = std::env::var("STRATA_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(120);
+    let seeds: Vec<u64> = match std::env::var("STRATA_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        Some(seed) => vec![seed],
+        None => (0..cases)
+            .map(|i| i * 104_729 + name.len() as u64)
+            .collect(),
+    };
+    let (mut ran, mut refused) = (0, 0);
+    for seed in seeds {
+        match case(name, &pipeline, seed) {
+            Ok(true) => ran += 1,
+            Ok(false) => refused += 1,
+            Err(e) => panic!("{e}\nreplay with STRATA_SEED={seed} cargo test -p strata-jit --test differential {name}"),
+        }
+    }
+    println!("{name}: {ran} matched, {refused} refused a too-small input (round_up)");
+    assert!(ran >= 4 * refused, "{name}: too few cases ran");
+}
+
+#[test]
+fn matmul() {
+    differential("matmul");
+}
+
+#[test]
+fn blur3x3() {
+    differential("blur3x3");
+}
+
+#[test]
+fn softmax() {
+    differential("softmax");
+}
+
+#[test]
+fn conv2d() {
+    differential("conv2d");
+}
+
+#[test]
+fn histogram() {
+    differential("histogram");
+}
+
+#[test]
+fn gaussian5() {
+    differential("gaussian5");
+}
+
+#[test]
+fn brighten() {
+    differential("brighten");
+}
+
+/// The hand schedules of `examples/schedules/`, one and two threads.
+#[test]
+fn hand_schedules() {
+    for name in [
+        "matmul",
+        "blur3x3",
+        "softmax",
+        "conv2d",
+        "histogram",
+        "gaussian5",
+        "brighten",
+    ] {
+        let pipeline = example(name);
+        let path = format!(
+            "{}/../examples/schedules/{name}.sched",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let schedule = parse_schedule(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let lowered = lower(&pipeline, &schedule).unwrap();
+        let compiled =
+            CompiledKernel::new(&lowered, &options()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for seed in 0..10 {
+            let mut rng = StdRng::seed_from_u64(seed);
+            let sizes = random_sizes(name, &mut rng);
+            let args = random_args(&pipeline, &sizes, &mut rng).unwrap();
+            let expected = evaluate(&pipeline, &args).unwrap();
+            for threads in [1, 2] {
+                let got = compiled
+                    .run(&args, threads)
+                    .unwrap_or_else(|e| panic!("{name} {sizes:?}: {e}"));
+                agree(&got, &expected, FLOAT_TOLERANCE)
+                    .unwrap_or_else(|e| panic!("{name} {sizes:?} threads {threads}: {e}"));
+            }
+        }
+    }
+}
