@@ -19,9 +19,38 @@ pub use strata_dsl::{
     evaluate, parse_kernel, parse_kernels, Args, Buffer, Diagnostic, Dtype, EvalError, KernelHash,
     Pipeline, Value,
 };
+pub use strata_jit as jit;
+pub use strata_jit::{CallError, CodegenOptions, CompiledKernel};
 pub use strata_macros::kernel;
 pub use strata_scheduler as scheduler;
 pub use strata_scheduler::{lower::lower, LoweredKernel, Schedule};
+
+/// Why a kernel could not be compiled with a schedule.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    #[error(transparent)]
+    Lower(#[from] strata_scheduler::lower::LowerError),
+    #[error(transparent)]
+    Codegen(#[from] strata_jit::CodegenError),
+}
+
+/// Lowers `pipeline` under `schedule` and compiles it for this CPU. The result runs on any
+/// shape; `sizes` (e.g. `[("M", 512)]`) fix some sizes first, which lets the code use their
+/// values as constants (and makes the kernel refuse other shapes).
+pub fn compile(
+    pipeline: &Pipeline,
+    schedule: &Schedule,
+    sizes: &[(&str, i64)],
+) -> Result<CompiledKernel, CompileError> {
+    let lowered = lower(pipeline, schedule)?;
+    let lowered = if sizes.is_empty() {
+        lowered
+    } else {
+        let sizes: Vec<(String, i64)> = sizes.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+        strata_scheduler::lower::specialize(&lowered, &sizes)?
+    };
+    Ok(CompiledKernel::new(&lowered, &CodegenOptions::default())?)
+}
 
 /// Used by the code `kernel!` expands to; not part of the public API.
 #[doc(hidden)]

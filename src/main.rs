@@ -1,4 +1,6 @@
-//! The `strata` command: `strata check FILE...`, `strata lower FILE --stage high|loops`.
+//! The `strata` command: `check`, `lower` (any rung) and `run`.
+
+mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
@@ -43,6 +45,36 @@ enum Command {
         #[arg(long)]
         shape: Option<String>,
     },
+    /// Compile a kernel for a shape, run it on seeded random inputs, check the answer against
+    /// the reference evaluator and time it.
+    Run {
+        /// The `.strata` file holding the kernel.
+        file: PathBuf,
+        /// Which kernel of the file (needed when it holds several).
+        #[arg(long)]
+        kernel: Option<String>,
+        /// Every size, e.g. `M=512,N=512,K=512`.
+        #[arg(long)]
+        shape: String,
+        /// The schedule, as text or `@FILE` (default: the default schedule).
+        #[arg(long)]
+        schedule: Option<String>,
+        /// Threads for parallel loops (default: every core).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Seed of the random inputs.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Keep repeating for at least this many seconds (and at least 5 runs).
+        #[arg(long, default_value_t = 1.0)]
+        min_time: f64,
+        /// Skip the reference check (it is slow for large shapes); no GFLOP/s then.
+        #[arg(long)]
+        no_check: bool,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// The rungs `strata lower` can print. The Cranelift rungs (clif, asm) arrive with the JIT.
@@ -52,6 +84,10 @@ enum Stage {
     High,
     /// The loop nest a schedule lowers to.
     Loops,
+    /// The Cranelift IR of the compiled kernel.
+    Clif,
+    /// The machine code of the compiled kernel (Cranelift's listing).
+    Asm,
 }
 
 fn main() -> ExitCode {
@@ -71,6 +107,32 @@ fn main() -> ExitCode {
             schedule.as_deref(),
             shape.as_deref(),
         ),
+        Command::Run {
+            file,
+            kernel,
+            shape,
+            schedule,
+            threads,
+            seed,
+            min_time,
+            no_check,
+            json,
+        } => {
+            let settings = run::RunSettings {
+                threads: threads.unwrap_or_else(default_threads),
+                seed,
+                min_time: std::time::Duration::from_secs_f64(min_time.max(0.0)),
+                check: !no_check,
+            };
+            run_command(
+                &file,
+                kernel.as_deref(),
+                &shape,
+                schedule.as_deref(),
+                &settings,
+                json,
+            )
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -130,8 +192,112 @@ fn lower_command(
         }
         None => lowered,
     };
-    println!("{lowered}");
+    if stage == Stage::Loops {
+        println!("{lowered}");
+        return Ok(());
+    }
+    let options = strata::CodegenOptions {
+        keep_text: true,
+        ..Default::default()
+    };
+    let compiled =
+        strata::CompiledKernel::new(&lowered, &options).map_err(|e| format!("error: {e}"))?;
+    let texts = if stage == Stage::Clif {
+        compiled.clif()
+    } else {
+        compiled.asm()
+    };
+    println!("{}", texts.join("\n"));
     Ok(())
+}
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn run_command(
+    file: &Path,
+    kernel: Option<&str>,
+    shape: &str,
+    schedule: Option<&str>,
+    settings: &run::RunSettings,
+    json: bool,
+) -> Result<(), String> {
+    let kernels = load(file)?;
+    let chosen = pick_kernel(&kernels, kernel, file)?;
+    let sizes = run::complete_shape(chosen, &parse_shape(shape)?)?;
+    let schedule = read_schedule(schedule)?;
+    let m = run::measure(chosen, &schedule, &sizes, settings)?;
+    if json {
+        print_json(chosen, &sizes, &schedule, settings, &m);
+    } else {
+        print_text(chosen, &sizes, settings, &m);
+    }
+    match m.correct {
+        Some(false) => Err(format!(
+            "error: the answer is wrong: {}",
+            m.mismatch.unwrap_or_default()
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn print_json(
+    kernel: &Pipeline,
+    sizes: &std::collections::BTreeMap<String, usize>,
+    schedule: &Schedule,
+    settings: &run::RunSettings,
+    m: &run::Measurement,
+) {
+    let value = serde_json::json!({
+        "kernel": kernel.name,
+        "shape": sizes,
+        "threads": settings.threads,
+        "schedule": schedule.to_string(),
+        "runs": m.runs,
+        "median_s": m.median.as_secs_f64(),
+        "min_s": m.min.as_secs_f64(),
+        "max_s": m.max.as_secs_f64(),
+        "gflops": m.gflops(),
+        "gbps": m.gbps(),
+        "correct": m.correct,
+    });
+    println!("{value}");
+}
+
+fn print_text(
+    kernel: &Pipeline,
+    sizes: &std::collections::BTreeMap<String, usize>,
+    settings: &run::RunSettings,
+    m: &run::Measurement,
+) {
+    let shape: Vec<String> = sizes.iter().map(|(n, v)| format!("{n}={v}")).collect();
+    println!(
+        "{} {} threads {}",
+        kernel.name,
+        shape.join(","),
+        settings.threads
+    );
+    match m.correct {
+        Some(true) => println!(
+            "answer: matches the reference (floats within {})",
+            run::FLOAT_TOLERANCE
+        ),
+        Some(false) => println!("answer: WRONG: {}", m.mismatch.as_deref().unwrap_or("")),
+        None => println!("answer: not checked"),
+    }
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "time: median {:.4} ms (min {:.4}, max {:.4}; {} runs)",
+        ms(m.median),
+        ms(m.min),
+        ms(m.max),
+        m.runs
+    );
+    match m.gflops() {
+        Some(g) => println!("throughput: {g:.2} GFLOP/s, {:.2} GB/s", m.gbps()),
+        None => println!("throughput: {:.2} GB/s", m.gbps()),
+    }
 }
 
 /// A schedule given inline or as `@FILE`; none means the default schedule.

@@ -100,10 +100,24 @@ type EResult<T> = Result<T, EvalError>;
 
 /// Computes the output of `pipeline` on `args`. Sizes are read off the input buffers' shapes.
 pub fn evaluate(pipeline: &Pipeline, args: &Args) -> EResult<Buffer> {
+    evaluate_counting(pipeline, args).map(|(buffer, _)| buffer)
+}
+
+/// What evaluating a kernel did, counted as the algorithm states it (every function computed
+/// once over the region its consumers need).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Floating-point additions, subtractions, multiplications, divisions and math functions.
+    pub float_ops: u64,
+}
+
+/// `evaluate`, also counting the floating-point operations the algorithm performs: the flop
+/// count that GFLOP/s figures are based on.
+pub fn evaluate_counting(pipeline: &Pipeline, args: &Args) -> EResult<(Buffer, Work)> {
     crate::with_big_stack(|| evaluate_here(pipeline, args))
 }
 
-fn evaluate_here(pipeline: &Pipeline, args: &Args) -> EResult<Buffer> {
+fn evaluate_here(pipeline: &Pipeline, args: &Args) -> EResult<(Buffer, Work)> {
     let sizes = bind_sizes(pipeline, args)?;
     check_scalars(pipeline, args)?;
     let mut evaluator = Evaluator {
@@ -111,6 +125,7 @@ fn evaluate_here(pipeline: &Pipeline, args: &Args) -> EResult<Buffer> {
         args,
         sizes,
         realized: HashMap::new(),
+        float_ops: std::cell::Cell::new(0),
     };
     let extents = evaluator.output_extents()?;
     let regions = evaluator.regions(&extents)?;
@@ -119,7 +134,10 @@ fn evaluate_here(pipeline: &Pipeline, args: &Args) -> EResult<Buffer> {
             evaluator.realize(func, region)?;
         }
     }
-    evaluator.output(&extents)
+    let work = Work {
+        float_ops: evaluator.float_ops.get(),
+    };
+    evaluator.output(&extents).map(|b| (b, work))
 }
 
 /// Binds every size variable from the input buffers, checking types, ranks and agreement.
@@ -242,9 +260,18 @@ struct Evaluator<'a> {
     args: &'a Args,
     sizes: BTreeMap<String, i64>,
     realized: HashMap<String, Realized>,
+    float_ops: std::cell::Cell<u64>,
 }
 
 impl<'a> Evaluator<'a> {
+    /// Counts one floating-point operation producing `v`.
+    fn count(&self, v: Value) -> Value {
+        if v.dtype().is_float() {
+            self.float_ops.set(self.float_ops.get() + 1);
+        }
+        v
+    }
+
     /// Evaluates an expression of sizes and constants.
     fn size_expr(&self, e: &'a Expr) -> EResult<i64> {
         let value = self.eval(e, &mut Vec::new())?;
@@ -534,7 +561,13 @@ impl<'a> Evaluator<'a> {
         let slot = &mut realized.values[offset];
         *slot = match update.op.combiner() {
             None => value,
-            Some(op) => Value::binary(op, *slot, value)?,
+            Some(op) => {
+                let combined = Value::binary(op, *slot, value)?;
+                if combined.dtype().is_float() {
+                    self.float_ops.set(self.float_ops.get() + 1);
+                }
+                combined
+            }
         };
         Ok(())
     }
@@ -614,7 +647,11 @@ impl<'a> Evaluator<'a> {
             _ => {}
         }
         let b = self.eval(b, scope)?;
-        Ok(Value::binary(op, a, b)?)
+        let v = Value::binary(op, a, b)?;
+        if !op.is_comparison() {
+            self.count(v);
+        }
+        Ok(v)
     }
 
     fn intrinsic(&self, f: Intrinsic, args: &'a [Expr], scope: &mut Scope<'a>) -> EResult<Value> {
@@ -672,8 +709,8 @@ impl<'a> Evaluator<'a> {
             }
             let v = self.eval(&r.body, scope)?;
             acc = match r.op {
-                ReduceOp::Sum => Value::binary(BinOp::Add, acc, v)?,
-                ReduceOp::Prod => Value::binary(BinOp::Mul, acc, v)?,
+                ReduceOp::Sum => self.count(Value::binary(BinOp::Add, acc, v)?),
+                ReduceOp::Prod => self.count(Value::binary(BinOp::Mul, acc, v)?),
                 ReduceOp::Max => Value::max(acc, v)?,
                 ReduceOp::Min => Value::min(acc, v)?,
             };

@@ -29,7 +29,7 @@ pub mod value;
 pub use buffer::{Buffer, Data};
 pub use diagnostic::{Diagnostic, Span};
 pub use dtype::Dtype;
-pub use eval::{evaluate, Args, EvalError};
+pub use eval::{evaluate, evaluate_counting, Args, EvalError, Work};
 pub use hash::KernelHash;
 pub use ir::*;
 pub use value::{BinOp, Value};

@@ -297,3 +297,18 @@ fn empty_output_is_computed_without_reading_inputs() {
     let out = evaluate(&k, &Args::new().buffer("A", a)).unwrap();
     assert_eq!(out.shape(), &[0]);
 }
+
+#[test]
+fn float_operations_are_counted_as_the_algorithm_states_them() {
+    let mm = kernel("kernel mm(A: f32[M, K], B: f32[K, N]) -> C: f32[M, N] { C(i, j) = sum(k in 0..K) A(i, k) * B(k, j); }");
+    let a = Buffer::from_vec(&[3, 5], vec![1f32; 15]).unwrap();
+    let b = Buffer::from_vec(&[5, 4], vec![1f32; 20]).unwrap();
+    let (_, work) =
+        strata_dsl::evaluate_counting(&mm, &Args::new().buffer("A", a).buffer("B", b)).unwrap();
+    assert_eq!(work.float_ops, 2 * 3 * 4 * 5);
+    let int_kernel = kernel("kernel k(A: i32[N]) -> O: i32[N] { O(i) = A(i) * 2 + 1; }");
+    let a = Buffer::from_vec(&[4], vec![1i32; 4]).unwrap();
+    let (_, work) =
+        strata_dsl::evaluate_counting(&int_kernel, &Args::new().buffer("A", a)).unwrap();
+    assert_eq!(work.float_ops, 0);
+}

@@ -128,6 +128,23 @@ impl CompiledKernel {
         let mut sizes = HashMap::new();
         for input in &self.kernel.inputs {
             let buffer = self.input_buffer(args, &input.name)?;
+            if buffer.shape().len() != input.extents.len() {
+                // A wrong rank, before its extents bind sizes (else a missing dimension
+                // would be reported as an unbound size).
+                let names: Vec<String> = input
+                    .extents
+                    .iter()
+                    .map(|e| match e {
+                        Expr::Var(name, _) if !sizes.contains_key(name) => name.clone(),
+                        _ => describe_extent(e, self.eval(e, &sizes)),
+                    })
+                    .collect();
+                return Err(CallError::WrongShape {
+                    name: input.name.clone(),
+                    expected: format!("[{}]", names.join(", ")),
+                    actual: buffer.shape().to_vec(),
+                });
+            }
             for (extent, &actual) in input.extents.iter().zip(buffer.shape()) {
                 if let Expr::Var(name, _) = extent {
                     sizes

@@ -121,6 +121,8 @@ pub fn specialize(
             }
         }
     }
+    // Fixed sizes are constants now, no longer bound from the inputs' shapes.
+    out.sizes.retain(|s| !sizes.iter().any(|(n, _)| n == s));
     out.body = crate::simplify::simplify(&out.body);
     verify::verify(&out).map_err(LowerError::Verify)?;
     Ok(out)
