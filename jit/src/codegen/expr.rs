@@ -47,9 +47,9 @@ impl FnCodegen<'_, '_, '_> {
             }
             Expr::Let { name, value, body } => {
                 let v = self.expr(value);
-                self.env.push_var(name, v, value.ty());
+                self.push_let(name, value, v);
                 let result = self.expr(body);
-                self.env.pop_var();
+                self.pop_let();
                 result
             }
             Expr::Call { .. } => CVal::Scalar(self.b.ins().iconst(types::I32, 0)),
@@ -303,6 +303,14 @@ impl FnCodegen<'_, '_, '_> {
     }
 
     fn load(&mut self, buffer: &str, index: &Expr, ty: IrType) -> CVal {
+        if let Some(vars) = self.promoted_location(buffer, index) {
+            let pieces: Vec<Value> = vars.iter().map(|v| self.b.use_var(*v)).collect();
+            return if ty.lanes == 1 {
+                CVal::Scalar(pieces[0])
+            } else {
+                CVal::Pieces(pieces)
+            };
+        }
         let base = self.env.buffer(buffer);
         let elem = scalar_type(ty.dtype);
         if ty.lanes == 1 {
@@ -336,7 +344,7 @@ impl FnCodegen<'_, '_, '_> {
         }
     }
 
-    fn load_dense(&mut self, addr: Value, ty: IrType) -> CVal {
+    pub fn load_dense(&mut self, addr: Value, ty: IrType) -> CVal {
         let bytes = ty.dtype.bytes() as i32;
         match layout(ty) {
             Layout::Native { pieces, vector, .. } => CVal::Pieces(

@@ -7,6 +7,7 @@
 //! to a copy of every value in scope where the loop starts.
 
 mod expr;
+mod promote;
 mod scalar;
 mod stmt;
 mod values;
@@ -191,6 +192,8 @@ impl Compiler<'_> {
                 comp: self,
                 refs: HashMap::new(),
                 failure: None,
+                lets: Vec::new(),
+                promoted: Vec::new(),
             };
             build(&mut cg, &params);
             cg.b.ins().return_(&[]);
@@ -284,6 +287,10 @@ pub(crate) struct FnCodegen<'c, 'f, 'k> {
     refs: HashMap<String, FuncRef>,
     /// The first error (from defining a parallel body); reported when the function is done.
     failure: Option<CodegenError>,
+    /// The lets in scope with their values expanded, to recognise promoted locations.
+    lets: Vec<(String, strata_scheduler::Expr)>,
+    /// Locations living in variables during the loop being generated.
+    promoted: Vec<(promote::Location, Vec<cranelift_frontend::Variable>)>,
 }
 
 impl FnCodegen<'_, '_, '_> {
@@ -331,6 +338,35 @@ impl FnCodegen<'_, '_, '_> {
         let r = self.comp.module.declare_func_in_func(id, self.b.func);
         self.refs.insert(name.to_string(), r);
         r
+    }
+
+    /// Binds a let: its value for code generation and its expanded expression for matching
+    /// promoted locations.
+    fn push_let(&mut self, name: &str, value: &strata_scheduler::Expr, v: CVal) {
+        let expanded = promote::expand(value, &self.lets);
+        self.lets.push((name.to_string(), expanded));
+        self.env.push_var(name, v, value.ty());
+    }
+
+    fn pop_let(&mut self) {
+        self.lets.pop();
+        self.env.pop_var();
+    }
+
+    /// The variables holding `buffer[index]`, if that location is promoted.
+    fn promoted_location(
+        &self,
+        buffer: &str,
+        index: &strata_scheduler::Expr,
+    ) -> Option<Vec<cranelift_frontend::Variable>> {
+        if !self.promoted.iter().any(|(l, _)| l.buffer == buffer) {
+            return None;
+        }
+        let index = promote::expand(index, &self.lets);
+        self.promoted
+            .iter()
+            .find(|(l, _)| l.buffer == buffer && l.index == index)
+            .map(|(_, v)| v.clone())
     }
 
     /// The scalar math function `name` (`nargs` arguments of `dtype`).

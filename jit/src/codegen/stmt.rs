@@ -4,11 +4,12 @@
 
 use super::expr::mem_flags;
 use super::values::{layout, splat, unpack, CVal, Layout};
-use super::{Env, FnCodegen};
+use super::{promote, Env, FnCodegen};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     types, AbiParam, BlockArg, InstBuilder, StackSlotData, StackSlotKind, Value,
 };
+use cranelift_frontend::Variable;
 use cranelift_module::Module;
 use strata_dsl::Dtype;
 use strata_scheduler::{Expr, ForKind, Stmt, Type as IrType};
@@ -35,9 +36,9 @@ impl FnCodegen<'_, '_, '_> {
             } => self.serial_for(var, min, extent, body),
             Stmt::Let { name, value, body } => {
                 let v = self.expr(value);
-                self.env.push_var(name, v, value.ty());
+                self.push_let(name, value, v);
                 self.stmt(body);
-                self.env.pop_var();
+                self.pop_let();
             }
             Stmt::Block(stmts) => stmts.iter().for_each(|s| self.stmt(s)),
             Stmt::If {
@@ -66,11 +67,88 @@ impl FnCodegen<'_, '_, '_> {
         let lo = self.expr(min).scalar();
         let n = self.expr(extent).scalar();
         let hi = self.b.ins().iadd(lo, n);
+        let locations = promote::promotable(var, body, &self.lets);
+        if locations.is_empty() {
+            self.loop_body(var, lo, hi, body);
+            return;
+        }
+        // Promoted values are read before the first iteration, so only when there is one.
+        let runs = self.b.ins().icmp(IntCC::SignedLessThan, lo, hi);
+        let (promoted, skip) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(runs, promoted, &[], skip, &[]);
+        self.b.switch_to_block(promoted);
+        self.b.seal_block(promoted);
+        let depth = self.promoted.len();
+        for location in locations {
+            let vars = self.read_into_variables(&location);
+            self.promoted.push((location, vars));
+        }
+        self.loop_body(var, lo, hi, body);
+        let written: Vec<_> = self.promoted.drain(depth..).collect();
+        for (location, vars) in written.iter().filter(|(l, _)| l.stored) {
+            self.write_back(location, vars);
+        }
+        self.b.ins().jump(skip, &[]);
+        self.b.switch_to_block(skip);
+        self.b.seal_block(skip);
+    }
+
+    fn loop_body(&mut self, var: &str, lo: Value, hi: Value, body: &Stmt) {
         self.counted_loop(lo, hi, &mut |cg, i| {
             cg.env.push_var(var, CVal::Scalar(i), IrType::I32);
             cg.stmt(body);
             cg.env.pop_var();
         });
+    }
+
+    /// Loads a promoted location into one variable per piece.
+    fn read_into_variables(&mut self, location: &promote::Location) -> Vec<Variable> {
+        let base = self.env.buffer(&location.buffer);
+        let start = match &location.index {
+            Expr::Ramp { base, .. } => base.as_ref().clone(),
+            other => other.clone(),
+        };
+        let i = self.expr(&start).scalar();
+        let addr = self.address(base, i, location.ty.dtype);
+        let value = self.load_dense_or_scalar(addr, location.ty);
+        value
+            .pieces()
+            .iter()
+            .map(|&piece| {
+                let var = self.b.declare_var(self.b.func.dfg.value_type(piece));
+                self.b.def_var(var, piece);
+                var
+            })
+            .collect()
+    }
+
+    fn load_dense_or_scalar(&mut self, addr: Value, ty: IrType) -> CVal {
+        if ty.lanes == 1 {
+            let elem = super::values::scalar_type(ty.dtype);
+            CVal::Scalar(self.b.ins().load(elem, mem_flags(), addr, 0))
+        } else {
+            self.load_dense(addr, ty)
+        }
+    }
+
+    fn write_back(&mut self, location: &promote::Location, vars: &[Variable]) {
+        let base = self.env.buffer(&location.buffer);
+        let start = match &location.index {
+            Expr::Ramp { base, .. } => base.as_ref().clone(),
+            other => other.clone(),
+        };
+        let i = self.expr(&start).scalar();
+        let addr = self.address(base, i, location.ty.dtype);
+        let step = match layout(location.ty) {
+            Layout::Native { .. } => 16,
+            _ => location.ty.dtype.bytes() as i32,
+        };
+        for (k, var) in vars.iter().enumerate() {
+            let piece = self.b.use_var(*var);
+            self.b
+                .ins()
+                .store(mem_flags(), piece, addr, k as i32 * step);
+        }
     }
 
     /// `for i in lo..hi { body(i) }` with `i` an `i32` block parameter.
@@ -117,6 +195,17 @@ impl FnCodegen<'_, '_, '_> {
         let dtype = ty.dtype;
         let lanes = index.ty().lanes;
         let v = self.expr(value);
+        if let Some(vars) = self.promoted_location(buffer, index) {
+            let v = if ty.lanes < lanes {
+                splat(&mut self.b, v.scalar(), ty.with_lanes(lanes))
+            } else {
+                v
+            };
+            for (var, &piece) in vars.iter().zip(v.pieces()) {
+                self.b.def_var(*var, piece);
+            }
+            return;
+        }
         if lanes == 1 {
             let i = self.expr(index).scalar();
             let addr = self.address(base, i, dtype);

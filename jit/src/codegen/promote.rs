@@ -1,0 +1,273 @@
+//! Register promotion: in a serial loop, a buffer whose every access uses an index that does not
+//! change across the loop (an accumulator tile: `C[ramp(i * 64 + j, 1, 8)] += ...` inside the
+//! `k` loop) is read into Cranelift variables before the loop, used and updated there, and
+//! written back after it. Cranelift does not promote memory to registers itself, and without
+//! this no register-blocked kernel comes near the peak (../shared/DESIGN.md §5).
+//!
+//! A buffer qualifies when, inside the loop, every access to it is unconditional (not under an
+//! `if`), has an index that is a scalar or a dense ramp, is invariant in the loop (after
+//! substituting lets), and any two different indices provably cover disjoint elements (their
+//! difference is a constant at least the accesses' width). Loops containing a parallel loop or
+//! an allocation are left alone.
+
+use std::collections::BTreeMap;
+use strata_dsl::BinOp;
+use strata_scheduler::ir::UnOp;
+use strata_scheduler::{Expr, ForKind, Stmt, Type as IrType};
+
+/// One promoted location: a buffer and an index (lets substituted).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Location {
+    pub buffer: String,
+    pub index: Expr,
+    /// The type of the accessed value (its lanes are the index's).
+    pub ty: IrType,
+    /// Whether the loop stores to the buffer (then the value is written back after it).
+    pub stored: bool,
+}
+
+/// The locations of `body` that can live in registers across the loop over `var`.
+pub fn promotable(var: &str, body: &Stmt, outer_lets: &[(String, Expr)]) -> Vec<Location> {
+    if contains_parallel_or_allocation(body) {
+        return Vec::new();
+    }
+    let mut scan = Scan {
+        lets: outer_lets.to_vec(),
+        inner_loops: vec![var.to_string()],
+        accesses: Vec::new(),
+        conditional: 0,
+    };
+    scan.stmt(body);
+    let mut by_buffer: BTreeMap<String, Vec<Access>> = BTreeMap::new();
+    for a in scan.accesses {
+        by_buffer
+            .entry(a.location.buffer.clone())
+            .or_default()
+            .push(a);
+    }
+    let mut out = Vec::new();
+    for accesses in by_buffer.values() {
+        if let Some(locations) = promotable_buffer(accesses) {
+            out.extend(locations);
+        }
+    }
+    out
+}
+
+struct Access {
+    location: Location,
+    ok: bool,
+    store: bool,
+}
+
+/// The distinct locations of one buffer, if every access qualifies and they are disjoint.
+fn promotable_buffer(accesses: &[Access]) -> Option<Vec<Location>> {
+    if accesses.iter().any(|a| !a.ok) {
+        return None;
+    }
+    let stored = accesses.iter().any(|a| a.store);
+    let mut distinct: Vec<Location> = Vec::new();
+    for a in accesses {
+        if distinct.iter().any(|d| d.index == a.location.index) {
+            continue;
+        }
+        if distinct.iter().any(|d| !disjoint(d, &a.location)) {
+            return None;
+        }
+        distinct.push(Location {
+            stored,
+            ..a.location.clone()
+        });
+    }
+    Some(distinct)
+}
+
+fn disjoint(a: &Location, b: &Location) -> bool {
+    let span = a.ty.lanes.max(b.ty.lanes) as i64;
+    match difference(start(&a.index), start(&b.index)) {
+        Some(d) => d.abs() >= span,
+        None => false,
+    }
+}
+
+/// The first element an index touches.
+fn start(index: &Expr) -> &Expr {
+    match index {
+        Expr::Ramp { base, .. } => base,
+        other => other,
+    }
+}
+
+/// `a - b` when it is a constant: both as sums of atoms times constants.
+pub fn difference(a: &Expr, b: &Expr) -> Option<i64> {
+    let (mut terms, c1) = linear(a)?;
+    let (other, c2) = linear(b)?;
+    for (atom, k) in other {
+        *terms.entry(atom).or_insert(0) -= k;
+    }
+    terms.values().all(|&k| k == 0).then_some(c1 - c2)
+}
+
+/// `e` as `sum(k_i * atom_i) + c`, atoms named by their printed form.
+fn linear(e: &Expr) -> Option<(BTreeMap<String, i64>, i64)> {
+    if let Some(c) = e.as_int() {
+        return Some((BTreeMap::new(), c));
+    }
+    let combine = |a: (BTreeMap<String, i64>, i64), b: (BTreeMap<String, i64>, i64), sign: i64| {
+        let (mut terms, c) = a;
+        for (atom, k) in b.0 {
+            *terms.entry(atom).or_insert(0) += sign * k;
+        }
+        (terms, c + sign * b.1)
+    };
+    match e {
+        Expr::Binary(BinOp::Add, x, y) => Some(combine(linear(x)?, linear(y)?, 1)),
+        Expr::Binary(BinOp::Sub, x, y) => Some(combine(linear(x)?, linear(y)?, -1)),
+        Expr::Binary(BinOp::Mul, x, y) if y.as_int().is_some() || x.as_int().is_some() => {
+            let (k, other) = match y.as_int() {
+                Some(k) => (k, x),
+                None => (x.as_int().unwrap_or(1), y),
+            };
+            let (terms, c) = linear(other)?;
+            Some((terms.into_iter().map(|(a, v)| (a, v * k)).collect(), c * k))
+        }
+        Expr::Unary(UnOp::Neg, x) => {
+            let (terms, c) = linear(x)?;
+            Some((terms.into_iter().map(|(a, v)| (a, -v)).collect(), -c))
+        }
+        other => Some((BTreeMap::from([(other.to_string(), 1)]), 0)),
+    }
+}
+
+fn contains_parallel_or_allocation(s: &Stmt) -> bool {
+    let mut found = false;
+    s.for_each(&mut |x| {
+        found |= matches!(
+            x,
+            Stmt::For {
+                kind: ForKind::Parallel,
+                ..
+            } | Stmt::Allocate { .. }
+        );
+    });
+    found
+}
+
+/// `e` with the lets of `lets` (innermost last, each already expanded) substituted.
+pub fn expand(e: &Expr, lets: &[(String, Expr)]) -> Expr {
+    Scan {
+        lets: lets.to_vec(),
+        inner_loops: Vec::new(),
+        accesses: Vec::new(),
+        conditional: 0,
+    }
+    .expand(e)
+}
+
+/// Walks a loop body collecting accesses, with lets substituted.
+struct Scan {
+    lets: Vec<(String, Expr)>,
+    /// The promoted loop's variable and every loop variable bound inside it.
+    inner_loops: Vec<String>,
+    accesses: Vec<Access>,
+    /// How many `if`s enclose the current statement.
+    conditional: usize,
+}
+
+impl Scan {
+    fn expand(&self, e: &Expr) -> Expr {
+        match e {
+            Expr::Var(name, _) => match self.lets.iter().rev().find(|(n, _)| n == name) {
+                Some((_, value)) => value.clone(),
+                None => e.clone(),
+            },
+            Expr::Let { name, value, body } => {
+                let value = self.expand(value);
+                let inner = Scan {
+                    lets: [self.lets.clone(), vec![(name.clone(), value)]].concat(),
+                    inner_loops: Vec::new(),
+                    accesses: Vec::new(),
+                    conditional: 0,
+                };
+                inner.expand(body)
+            }
+            other => other.map_children(&mut |c| self.expand(c)),
+        }
+    }
+
+    fn note(&mut self, buffer: &str, index: &Expr, ty: IrType, store: bool) {
+        let index = self.expand(index);
+        let dense = match &index {
+            Expr::Ramp { stride, .. } => stride.as_int() == Some(1),
+            other => !other.ty().is_vector(),
+        };
+        let invariant = self.inner_loops.iter().all(|v| !index.uses_var(v));
+        let ok = dense && invariant && self.conditional == 0;
+        let ty = ty.with_lanes(index.ty().lanes);
+        let location = Location {
+            buffer: buffer.to_string(),
+            index,
+            ty,
+            stored: store,
+        };
+        self.accesses.push(Access {
+            location,
+            ok,
+            store,
+        });
+    }
+
+    fn expr(&mut self, e: &Expr) {
+        match e {
+            Expr::Load { buffer, index, ty } => {
+                self.note(buffer, index, *ty, false);
+                self.expr(index);
+            }
+            Expr::Let { name, value, body } => {
+                self.expr(value);
+                let value = self.expand(value);
+                self.lets.push((name.clone(), value));
+                self.expr(body);
+                self.lets.pop();
+            }
+            other => other.children().into_iter().for_each(|c| self.expr(c)),
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        for e in s.exprs() {
+            self.expr(e);
+        }
+        match s {
+            Stmt::Store {
+                buffer,
+                index,
+                value,
+            } => self.note(buffer, index, value.ty(), true),
+            Stmt::Let { name, value, body } => {
+                let value = self.expand(value);
+                self.lets.push((name.clone(), value));
+                self.stmt(body);
+                self.lets.pop();
+            }
+            Stmt::For { var, body, .. } => {
+                self.inner_loops.push(var.clone());
+                self.stmt(body);
+                self.inner_loops.pop();
+            }
+            Stmt::If {
+                then_case,
+                else_case,
+                ..
+            } => {
+                self.conditional += 1;
+                self.stmt(then_case);
+                if let Some(e) = else_case {
+                    self.stmt(e);
+                }
+                self.conditional -= 1;
+            }
+            other => other.children().into_iter().for_each(|c| self.stmt(c)),
+        }
+    }
+}
