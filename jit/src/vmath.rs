@@ -15,6 +15,11 @@
 //! Accuracy (measured by `jit/tests/vmath.rs` against `f32::exp` / `f32::ln`): see the
 //! constants `EXP_MAX_ULP` / `LOG_MAX_ULP` there.
 
+#![allow(
+    clippy::excessive_precision,
+    reason = "Cephes' published coefficients are kept digit for digit, and LN2_HI is exact"
+)]
+
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::types::{F32X4, I32, I32X4};
 use cranelift_codegen::ir::{Endianness, InstBuilder, MemFlagsData, Value};

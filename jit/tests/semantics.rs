@@ -46,6 +46,12 @@ fn compile(source: &str, schedule: &str) -> Kernel {
         verify: true,
         ..CodegenOptions::default()
     };
+    if schedule.contains("vectorize") {
+        assert!(
+            lowered.to_string().contains("ramp("),
+            "`{schedule}` should give vector code:\n{lowered}"
+        );
+    }
     let compiled = CompiledKernel::new(&lowered, &options)
         .unwrap_or_else(|e| panic!("{source}\n{schedule}\n{e}\n{lowered}"));
     Kernel { pipeline, compiled }
@@ -114,6 +120,21 @@ fn check(
         .collect();
     assert!(bad.is_empty(), "{what}:\n{}", bad.join("\n"));
 }
+
+/// `values` repeated until there are at least `n`: a vectorized loop runs its vector body only
+/// where a whole vector fits (shorter extents fall back to a scalar loop), so every input is made
+/// long enough for several vectors of the widest width plus a tail.
+fn at_least(values: Vec<Value>, n: usize) -> Vec<Value> {
+    values
+        .iter()
+        .copied()
+        .cycle()
+        .take(n.max(values.len()))
+        .collect()
+}
+
+/// The length inputs are stretched to (several vectors of 16 lanes and a tail).
+const MIN_LENGTH: usize = 67;
 
 fn elements(b: &Buffer) -> Vec<Value> {
     (0..b.len()).map(|i| b.get_flat(i).unwrap()).collect()
@@ -246,7 +267,7 @@ fn integer_division_rules_for_i32() {
 #[test]
 fn integer_division_by_constants() {
     for t in INT_TYPES {
-        let values = division_values(t);
+        let values = at_least(division_values(t), MIN_LENGTH);
         let args = Args::new().buffer("A", buffer(t, &values));
         let (lo, hi) = t.int_range().unwrap();
         let signed = t.is_signed_int();
@@ -316,7 +337,8 @@ fn folded_constant_division() {
             let source = format!(
                 "kernel k(A: {t}[N]) -> O: {t}[N] {{ O(i) = A(i) - A(i) + ({x}{t}) {sym} ({y}{t}); }}"
             );
-            let args = Args::new().buffer("A", buffer(t, &division_values(t)));
+            let args =
+                Args::new().buffer("A", buffer(t, &at_least(division_values(t), MIN_LENGTH)));
             for schedule in schedules(&[8]) {
                 let what = format!("{t}: {x} {sym} {y} `{schedule}`");
                 let (got, reference) = run_both(&compile(&source, &schedule), &args, &what);
@@ -426,7 +448,7 @@ fn cast_values(t: Dtype) -> Vec<Value> {
 #[test]
 fn every_cast_between_every_pair_of_types() {
     for from in Dtype::ALL {
-        let values = cast_values(from);
+        let values = at_least(cast_values(from), MIN_LENGTH);
         let args = Args::new().buffer("A", buffer(from, &values));
         for to in Dtype::ALL {
             let source = format!("kernel k(A: {from}[N]) -> O: {to}[N] {{ O(i) = {to}(A(i)); }}");

@@ -62,7 +62,7 @@ impl FnCodegen<'_, '_, '_> {
         match v {
             V::F32(x) => self.b.ins().f32const(x),
             V::F64(x) => self.b.ins().f64const(x),
-            other => self.b.ins().iconst(ty, other.as_i64().unwrap_or(0)),
+            other => scalar::iconst(&mut self.b, ty, other.as_i64().unwrap_or(0)),
         }
     }
 
@@ -245,16 +245,16 @@ impl FnCodegen<'_, '_, '_> {
     fn intrinsic(&mut self, f: Intrinsic, args: &[Expr], ty: IrType) -> CVal {
         let dtype = ty.dtype;
         if let Some(name) = math_symbol(f, dtype) {
-            if f == Intrinsic::Exp && dtype == Dtype::F32 {
-                if let Layout::Native { .. } = layout(ty) {
-                    let x = self.expr(&args[0]);
-                    let pieces = x
-                        .pieces()
-                        .iter()
-                        .map(|&p| crate::vmath::exp_f32x4(&mut self.b, p))
-                        .collect();
-                    return CVal::Pieces(pieces);
-                }
+            // f32x4 exp and log stay in vector registers (within 1 ulp of the scalar functions).
+            let vector: Option<fn(&mut cranelift_frontend::FunctionBuilder, Value) -> Value> =
+                match f {
+                    Intrinsic::Exp => Some(crate::vmath::exp_f32x4),
+                    Intrinsic::Log => Some(crate::vmath::log_f32x4),
+                    _ => None,
+                };
+            if let (Some(vector), Dtype::F32, Layout::Native { .. }) = (vector, dtype, layout(ty)) {
+                let x = self.expr(&args[0]);
+                return CVal::Pieces(x.pieces().iter().map(|&p| vector(&mut self.b, p)).collect());
             }
             let vals: Vec<(CVal, IrType)> = args.iter().map(|a| (self.expr(a), a.ty())).collect();
             let func = self.math_ref(name, dtype, args.len());

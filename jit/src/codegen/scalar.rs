@@ -8,6 +8,18 @@ use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Value}
 use cranelift_frontend::FunctionBuilder;
 use strata_dsl::{BinOp, Dtype};
 
+/// An integer constant of type `ty`, its bits masked to the type's width (Cranelift's verifier
+/// wants narrow immediates zero-extended).
+pub fn iconst(b: &mut FunctionBuilder, ty: types::Type, value: i64) -> Value {
+    let bits = ty.bits();
+    let masked = if bits >= 64 {
+        value
+    } else {
+        value & ((1i64 << bits) - 1)
+    };
+    b.ins().iconst(ty, masked)
+}
+
 /// `a op b` for two scalars of type `dtype`; comparisons give a bool (`i8` 0 or 1).
 pub fn binary(b: &mut FunctionBuilder, op: BinOp, x: Value, y: Value, dtype: Dtype) -> Value {
     if op.is_comparison() {
@@ -73,7 +85,7 @@ fn signed_div_mod(b: &mut FunctionBuilder, op: BinOp, x: Value, y: Value, dtype:
     let ty = scalar_type(dtype);
     let zero = b.ins().iconst(ty, 0);
     let one = b.ins().iconst(ty, 1);
-    let minus_one = b.ins().iconst(ty, -1);
+    let minus_one = iconst(b, ty, -1);
     let is_zero = b.ins().icmp(IntCC::Equal, y, zero);
     let is_minus_one = b.ins().icmp(IntCC::Equal, y, minus_one);
     let unsafe_divisor = b.ins().bor(is_zero, is_minus_one);
@@ -210,8 +222,8 @@ fn float_to_int(b: &mut FunctionBuilder, x: Value, to: Dtype) -> Value {
             // Narrow targets: saturate through i32, then clamp to the target's range.
             let wide = b.ins().fcvt_to_sint_sat(types::I32, x);
             let (lo, hi) = to.int_range().unwrap_or((0, 0));
-            let lo = b.ins().iconst(types::I32, lo as i64);
-            let hi = b.ins().iconst(types::I32, hi as i64);
+            let lo = iconst(b, types::I32, lo as i64);
+            let hi = iconst(b, types::I32, hi as i64);
             let clamped = b.ins().smax(wide, lo);
             let clamped = b.ins().smin(clamped, hi);
             b.ins().ireduce(scalar_type(to), clamped)

@@ -133,16 +133,18 @@ impl Converter<'_> {
                     Box::new(LExpr::Const(*v)),
                 )
             }
+            // A reflected index lies in 0..extent, which bounds inference cannot see through
+            // the select: a bounds hint says so.
             Some(Boundary::Mirror) => call(
                 args.iter()
                     .zip(&extents)
-                    .map(|(a, e)| mirror(a, e))
+                    .map(|(a, e)| in_extent(mirror(a, e), e))
                     .collect(),
             ),
             Some(Boundary::MirrorInterior) => call(
                 args.iter()
                     .zip(&extents)
-                    .map(|(a, e)| mirror_interior(a, e))
+                    .map(|(a, e)| in_extent(mirror_interior(a, e), e))
                     .collect(),
             ),
         }
@@ -171,6 +173,15 @@ fn clamp(x: LExpr, lo: LExpr, hi: LExpr) -> LExpr {
 
 fn and(a: LExpr, b: LExpr) -> LExpr {
     LExpr::binary(BinOp::And, a, b)
+}
+
+/// `index`, marked as lying in `0 ..= extent - 1`.
+fn in_extent(index: LExpr, extent: &LExpr) -> LExpr {
+    bounds_hint(
+        index,
+        LExpr::int(0),
+        LExpr::sub(extent.clone(), LExpr::int(1)),
+    )
 }
 
 /// `.. 1 0 | 0 1 .. n-1 | n-1 n-2 ..`: `m = i mod 2n; m < n ? m : 2n - 1 - m`.
