@@ -24,6 +24,8 @@ pub use strata_jit::{CallError, CodegenOptions, CompiledKernel};
 pub use strata_macros::kernel;
 pub use strata_scheduler as scheduler;
 pub use strata_scheduler::{lower::lower, LoweredKernel, Schedule};
+pub use strata_tuner as tuner;
+pub use strata_tuning_db as tuning_db;
 
 /// Why a kernel could not be compiled with a schedule.
 #[derive(Debug, thiserror::Error)]

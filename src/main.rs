@@ -1,6 +1,7 @@
 //! The `strata` command: `check`, `lower` (any rung) and `run`.
 
 mod run;
+mod tuning;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
@@ -56,7 +57,7 @@ enum Command {
         /// Every size, e.g. `M=512,N=512,K=512`.
         #[arg(long)]
         shape: String,
-        /// The schedule, as text or `@FILE` (default: the default schedule).
+        /// The schedule, as text, `@FILE`, or `best` (the tuning database's winner).
         #[arg(long)]
         schedule: Option<String>,
         /// Threads for parallel loops (default: every core).
@@ -74,7 +75,70 @@ enum Command {
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+        /// The tuning database (for `--schedule best`; default `STRATA_DB` or `strata.db`).
+        #[arg(long)]
+        db: Option<PathBuf>,
     },
+    /// Search for a fast schedule, measuring candidates on this CPU and recording every result
+    /// in the tuning database.
+    Tune {
+        /// The `.strata` file holding the kernel.
+        file: PathBuf,
+        #[arg(long)]
+        kernel: Option<String>,
+        /// Every size, e.g. `M=256,N=256,K=256`.
+        #[arg(long)]
+        shape: String,
+        /// Stop after this many candidates (default 100 when no budget is given).
+        #[arg(long)]
+        trials: Option<u64>,
+        /// Stop after this many seconds.
+        #[arg(long)]
+        time: Option<f64>,
+        /// `model` (default: a learned cost model ranks candidates), `evolve` or `random`.
+        #[arg(long, default_value = "model")]
+        strategy: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Threads for parallel loops (default: every core).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Time each candidate for at least this many seconds.
+        #[arg(long, default_value_t = 0.05)]
+        min_time: f64,
+        /// The tuning database (default `STRATA_DB` or `strata.db`).
+        #[arg(long)]
+        db: Option<PathBuf>,
+    },
+    /// Print what the tuning database holds: per kernel and shape, the default and best times,
+    /// speedup, throughput, trials, failures and the winning schedule.
+    Report {
+        #[arg(long)]
+        kernel: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Also write a self-contained HTML page with plots.
+        #[arg(long)]
+        html: Option<PathBuf>,
+        #[arg(long)]
+        db: Option<PathBuf>,
+    },
+    /// Export or import the tuning database as JSON lines.
+    Db {
+        #[command(subcommand)]
+        action: DbAction,
+        #[arg(long, global = true)]
+        db: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum DbAction {
+    /// Write every run and measurement as JSON lines (to FILE or stdout).
+    Export { file: Option<PathBuf> },
+    /// Read JSON lines from FILE into the database (records already present are skipped).
+    Import { file: PathBuf },
 }
 
 /// The rungs `strata lower` can print. The Cranelift rungs (clif, asm) arrive with the JIT.
@@ -91,6 +155,7 @@ enum Stage {
 }
 
 fn main() -> ExitCode {
+    strata::tuner::run_worker_if_requested();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check { files } => check(&files),
@@ -117,6 +182,7 @@ fn main() -> ExitCode {
             min_time,
             no_check,
             json,
+            db,
         } => {
             let settings = run::RunSettings {
                 threads: threads.unwrap_or_else(default_threads),
@@ -124,6 +190,7 @@ fn main() -> ExitCode {
                 min_time: std::time::Duration::from_secs_f64(min_time.max(0.0)),
                 check: !no_check,
             };
+            let db = db.unwrap_or_else(strata::tuner::tune::default_db_path);
             run_command(
                 &file,
                 kernel.as_deref(),
@@ -131,7 +198,47 @@ fn main() -> ExitCode {
                 schedule.as_deref(),
                 &settings,
                 json,
+                &db,
             )
+        }
+        Command::Tune {
+            file,
+            kernel,
+            shape,
+            trials,
+            time,
+            strategy,
+            seed,
+            threads,
+            min_time,
+            db,
+        } => {
+            let settings = tuning::TuneSettings {
+                trials,
+                time,
+                strategy,
+                seed,
+                threads: threads.unwrap_or_else(default_threads),
+                min_time,
+            };
+            let db = db.unwrap_or_else(strata::tuner::tune::default_db_path);
+            tune_command(&file, kernel.as_deref(), &shape, &settings, &db)
+        }
+        Command::Report {
+            kernel,
+            json,
+            html,
+            db,
+        } => {
+            let db = db.unwrap_or_else(strata::tuner::tune::default_db_path);
+            tuning::report(&db, kernel.as_deref(), json, html.as_deref())
+        }
+        Command::Db { action, db } => {
+            let db = db.unwrap_or_else(strata::tuner::tune::default_db_path);
+            match action {
+                DbAction::Export { file } => tuning::export(&db, file.as_deref()),
+                DbAction::Import { file } => tuning::import(&db, &file),
+            }
         }
     };
     match result {
@@ -211,6 +318,22 @@ fn lower_command(
     Ok(())
 }
 
+fn tune_command(
+    file: &Path,
+    kernel: Option<&str>,
+    shape: &str,
+    settings: &tuning::TuneSettings,
+    db: &Path,
+) -> Result<(), String> {
+    let source = std::fs::read_to_string(file)
+        .map_err(|e| format!("error: cannot read {}: {e}", file.display()))?;
+    let kernels =
+        strata::parse_kernels(&source, &file.display().to_string()).map_err(|d| d.to_string())?;
+    let chosen = pick_kernel(&kernels, kernel, file)?;
+    let sizes = run::complete_shape(chosen, &parse_shape(shape)?)?;
+    tuning::tune(db, chosen, &source, &sizes, settings)
+}
+
 fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -222,11 +345,18 @@ fn run_command(
     schedule: Option<&str>,
     settings: &run::RunSettings,
     json: bool,
+    db: &Path,
 ) -> Result<(), String> {
     let kernels = load(file)?;
     let chosen = pick_kernel(&kernels, kernel, file)?;
     let sizes = run::complete_shape(chosen, &parse_shape(shape)?)?;
-    let schedule = read_schedule(schedule)?;
+    let schedule = match schedule {
+        Some("best") => {
+            let text = tuning::best_schedule(db, chosen, &sizes, settings.threads)?;
+            parse_schedule(&text).map_err(|d| d.to_string())?
+        }
+        other => read_schedule(other)?,
+    };
     let m = run::measure(chosen, &schedule, &sizes, settings)?;
     if json {
         print_json(chosen, &sizes, &schedule, settings, &m);

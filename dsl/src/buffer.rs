@@ -148,6 +148,56 @@ impl Buffer {
         &self.data
     }
 
+    /// The elements' bytes (little-endian, row-major; `bool` as one byte 0 or 1).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len() * self.dtype().bytes());
+        for i in 0..self.len() {
+            match self.get_flat(i) {
+                Some(Value::Bool(x)) => out.push(x as u8),
+                Some(Value::U8(x)) => out.push(x),
+                Some(Value::I8(x)) => out.extend(x.to_le_bytes()),
+                Some(Value::U16(x)) => out.extend(x.to_le_bytes()),
+                Some(Value::I16(x)) => out.extend(x.to_le_bytes()),
+                Some(Value::U32(x)) => out.extend(x.to_le_bytes()),
+                Some(Value::I32(x)) => out.extend(x.to_le_bytes()),
+                Some(Value::I64(x)) => out.extend(x.to_le_bytes()),
+                Some(Value::F32(x)) => out.extend(x.to_le_bytes()),
+                Some(Value::F64(x)) => out.extend(x.to_le_bytes()),
+                None => {}
+            }
+        }
+        out
+    }
+
+    /// A buffer from the bytes `to_bytes` gives, if their length fits `dtype` and `shape`.
+    pub fn from_bytes(dtype: Dtype, shape: &[usize], bytes: &[u8]) -> Option<Buffer> {
+        let size = dtype.bytes();
+        let n: usize = shape.iter().product();
+        if bytes.len() != n * size {
+            return None;
+        }
+        let mut buffer = Buffer::zeros(dtype, shape);
+        for (i, chunk) in bytes.chunks(size).enumerate() {
+            let mut wide = [0u8; 8];
+            wide[..size].copy_from_slice(chunk);
+            let bits = u64::from_le_bytes(wide);
+            let v = match dtype {
+                Dtype::Bool => Value::Bool(bits != 0),
+                Dtype::U8 => Value::U8(bits as u8),
+                Dtype::I8 => Value::I8(bits as u8 as i8),
+                Dtype::U16 => Value::U16(bits as u16),
+                Dtype::I16 => Value::I16(bits as u16 as i16),
+                Dtype::U32 => Value::U32(bits as u32),
+                Dtype::I32 => Value::I32(bits as u32 as i32),
+                Dtype::I64 => Value::I64(bits as i64),
+                Dtype::F32 => Value::F32(f32::from_bits(bits as u32)),
+                Dtype::F64 => Value::F64(f64::from_bits(bits)),
+            };
+            buffer.set_flat(i, v);
+        }
+        Some(buffer)
+    }
+
     /// The address of the first element (elements are contiguous, row-major; `bool` is one
     /// byte holding 0 or 1). For code that reads the buffer through raw pointers.
     pub fn as_ptr(&self) -> *const u8 {

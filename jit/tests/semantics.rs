@@ -793,63 +793,60 @@ fn boundary_index(boundary: &str, i: i64, n: i64) -> Option<i64> {
 /// Reads far outside a 1-D input (several periods of a mirror for small extents), scalar and
 /// vectorized, against both the evaluator and the definitions.
 fn boundary_one_dimension(boundary: &str) {
-    {
-        let source = format!(
-            "kernel b(A: i32[N] with {boundary}) -> O: i32[N + 40] {{ O(i) = A(i - 20) * 10 + A(i + 3); }}"
-        );
-        let schedules = [
-            "",
-            "O: vectorize(i, 4)",
-            "O: vectorize(i, 8)",
-            "O: split(i, io, ii, 5, guard).vectorize(ii)",
-            "O: split(i, io, ii, 16).parallel(io).vectorize(ii, 8)",
-        ];
-        for schedule in schedules {
-            let kernel = compile(&source, schedule);
-            for n in [1i64, 2, 3, 4, 5, 8, 13] {
-                let a: Vec<i32> = (0..n as i32).map(|k| 100 + k).collect();
-                let args =
-                    Args::new().buffer("A", Buffer::from_vec(&[n as usize], a.clone()).unwrap());
-                let what = format!("{boundary} N={n} `{schedule}`");
-                let (got, reference) = run_both(&kernel, &args, &what);
-                let read = |i: i64| boundary_index(boundary, i, n).map_or(-7, |j| a[j as usize]);
-                let expected: Vec<Value> = (0..n + 40)
-                    .map(|i| Value::I32(read(i - 20).wrapping_mul(10).wrapping_add(read(i + 3))))
-                    .collect();
-                let inputs = |i: usize| format!("O({i})");
-                check(&got, &expected, &inputs, &|x, y| x == y, &what);
-                check(&reference, &expected, &inputs, &|x, y| x == y, &what);
-            }
+    let source = format!(
+        "kernel b(A: i32[N] with {boundary}) -> O: i32[N + 40] {{
+            O(i) = A(i - 20) * 10 + A(i + 3);
+        }}"
+    );
+    let schedules = [
+        "",
+        "O: vectorize(i, 4)",
+        "O: vectorize(i, 8)",
+        "O: split(i, io, ii, 5, guard).vectorize(ii)",
+        "O: split(i, io, ii, 16).parallel(io).vectorize(ii, 8)",
+    ];
+    for schedule in schedules {
+        let kernel = compile(&source, schedule);
+        for n in [1i64, 2, 3, 4, 5, 8, 13] {
+            let a: Vec<i32> = (0..n as i32).map(|k| 100 + k).collect();
+            let args = Args::new().buffer("A", Buffer::from_vec(&[n as usize], a.clone()).unwrap());
+            let what = format!("{boundary} N={n} `{schedule}`");
+            let (got, reference) = run_both(&kernel, &args, &what);
+            let read = |i: i64| boundary_index(boundary, i, n).map_or(-7, |j| a[j as usize]);
+            let expected: Vec<Value> = (0..n + 40)
+                .map(|i| Value::I32(read(i - 20).wrapping_mul(10).wrapping_add(read(i + 3))))
+                .collect();
+            let inputs = |i: usize| format!("O({i})");
+            check(&got, &expected, &inputs, &|x, y| x == y, &what);
+            check(&reference, &expected, &inputs, &|x, y| x == y, &what);
         }
     }
 }
 
 /// Two dimensions, floats, extents 1 in either or both, tiled, vectorized and parallel.
 fn boundary_two_dimensions(boundary: &str) {
-    {
-        let boundary = boundary.replace("-7", "-7.0");
-        let source = format!(
-            "kernel b(A: f32[H, W] with {boundary}) -> O: f32[H + 6, W + 6] {{
-                O(y, x) = A(y - 3, x - 3) * 2.0 + A(y - 5, x + 1);
-            }}"
-        );
-        let schedules = [
-            "",
-            "O: vectorize(x, 4)",
-            "O: tile(y, x, yo, xo, yi, xi, 2, 8).vectorize(xi, 4).parallel(yo)",
-            "O: reorder(x, y).vectorize(y, 8)",
-        ];
-        for schedule in schedules {
-            let kernel = compile(&source, schedule);
-            for (h, w) in [(1, 1), (1, 2), (2, 1), (1, 7), (5, 1), (3, 4), (6, 9)] {
-                let a: Vec<f32> = (0..h * w).map(|k| k as f32 * 0.5 - 3.0).collect();
-                let args = Args::new().buffer("A", Buffer::from_vec(&[h, w], a).unwrap());
-                let what = format!("{boundary} {h}x{w} `{schedule}`");
-                let (got, reference) = run_both(&kernel, &args, &what);
-                // `x * 2.0` is exact, so a fused multiply-add rounds the same as two steps.
-                let inputs = |i: usize| format!("O({}, {})", i / (w + 6), i % (w + 6));
-                check(&got, &elements(&reference), &inputs, &same, &what);
-            }
+    let boundary = boundary.replace("-7", "-7.0");
+    let source = format!(
+        "kernel b(A: f32[H, W] with {boundary}) -> O: f32[H + 6, W + 6] {{
+            O(y, x) = A(y - 3, x - 3) * 2.0 + A(y - 5, x + 1);
+        }}"
+    );
+    let schedules = [
+        "",
+        "O: vectorize(x, 4)",
+        "O: tile(y, x, yo, xo, yi, xi, 2, 8).vectorize(xi, 4).parallel(yo)",
+        "O: reorder(x, y).vectorize(y, 8)",
+    ];
+    for schedule in schedules {
+        let kernel = compile(&source, schedule);
+        for (h, w) in [(1, 1), (1, 2), (2, 1), (1, 7), (5, 1), (3, 4), (6, 9)] {
+            let a: Vec<f32> = (0..h * w).map(|k| k as f32 * 0.5 - 3.0).collect();
+            let args = Args::new().buffer("A", Buffer::from_vec(&[h, w], a).unwrap());
+            let what = format!("{boundary} {h}x{w} `{schedule}`");
+            let (got, reference) = run_both(&kernel, &args, &what);
+            // `x * 2.0` is exact, so a fused multiply-add rounds the same as two steps.
+            let inputs = |i: usize| format!("O({}, {})", i / (w + 6), i % (w + 6));
+            check(&got, &elements(&reference), &inputs, &same, &what);
         }
     }
 }
@@ -864,14 +861,10 @@ fn constant_exterior_one_dimension() {
     boundary_one_dimension("constant(-7)");
 }
 
-/// Mirroring boundaries are refused for every input size: bounds inference gives the index
-/// `select(m < n, m, 2n - 1 - m)` (`m = i mod 2n`) the interval `[0, 2n - 1]`, not `[0, n - 1]`
-/// (and `[0, max(2n - 2, 1)]` for `mirror_interior`), so `input_regions` asks for twice the
-/// input and the call fails with `InputTooSmall` (the loop-IR interpreter refuses likewise).
-/// Clamping the mirrored index into `[0, n - 1]` in `scheduler/src/lower/loop_nest.rs` (a no-op
-/// for `n >= 1`) makes both of these tests pass.
+/// Mirrored reads (the reflected index's bounds come from a bounds hint: bounds inference cannot
+/// see through the `select` that reflects it, and without the hint every mirrored input was
+/// refused as too small).
 #[test]
-#[ignore = "mirror and mirror_interior inputs are refused: their index bounds are [0, 2N-1]"]
 fn mirror_one_dimension() {
     boundary_one_dimension("mirror");
     boundary_one_dimension("mirror_interior");
@@ -885,7 +878,6 @@ fn clamp_edge_and_constant_exterior_two_dimensions() {
 
 /// As `mirror_one_dimension`.
 #[test]
-#[ignore = "mirror and mirror_interior inputs are refused: their index bounds are [0, 2N-1]"]
 fn mirror_two_dimensions() {
     boundary_two_dimensions("mirror");
     boundary_two_dimensions("mirror_interior");

@@ -193,6 +193,11 @@ impl<'a> StageBuilder<'a> {
         self
     }
 
+    /// The directives of this line, to edit directly.
+    pub fn directives_mut(self) -> &'a mut Vec<Directive> {
+        &mut self.schedule.lines[self.line].directives
+    }
+
     /// Switches to update `i` of the same function.
     pub fn update(self, i: usize) -> StageBuilder<'a> {
         let func = self.schedule.lines[self.line].func.clone();

@@ -1,0 +1,291 @@
+//! `strata tune`, `strata report` and `strata db`: the command line of the tuner and of the
+//! tuning database.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+use strata::tuner::{StrategyKind, TuneOptions, WorkerCommand};
+use strata::tuning_db::{Db, ReportEntry};
+use strata::Pipeline;
+
+/// Settings of `strata tune` beyond the kernel and shape.
+pub struct TuneSettings {
+    pub trials: Option<u64>,
+    pub time: Option<f64>,
+    pub strategy: String,
+    pub seed: u64,
+    pub threads: usize,
+    pub min_time: f64,
+}
+
+pub fn tune(
+    db_path: &Path,
+    kernel: &Pipeline,
+    source: &str,
+    sizes: &BTreeMap<String, usize>,
+    settings: &TuneSettings,
+) -> Result<(), String> {
+    let strategy = StrategyKind::from_name(&settings.strategy).ok_or_else(|| {
+        format!(
+            "error: unknown strategy `{}` (use model, evolve or random)",
+            settings.strategy
+        )
+    })?;
+    let db = Db::open(db_path).map_err(|e| format!("error: {e}"))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let _ = ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst));
+    let trials = match (settings.trials, settings.time) {
+        (None, None) => Some(100),
+        (t, _) => t,
+    };
+    let options = TuneOptions {
+        trials,
+        time: settings.time.map(Duration::from_secs_f64),
+        strategy,
+        seed: settings.seed,
+        threads: settings.threads,
+        min_time: Duration::from_secs_f64(settings.min_time),
+        timeout: Duration::from_secs(60),
+        worker: WorkerCommand::current_exe().map_err(|e| format!("error: {e}"))?,
+        stop,
+        progress: true,
+    };
+    let result = strata::tuner::tune(&db, kernel, source, sizes, &options)
+        .map_err(|e| format!("error: {e}"))?;
+    println!("stopped: {} after {} trials", result.stop, result.trials);
+    report(db_path, Some(&kernel.name), false, None)
+}
+
+/// Prints the report of every (or one) kernel: text, JSON, and optionally an HTML page.
+pub fn report(
+    db_path: &Path,
+    kernel: Option<&str>,
+    json: bool,
+    html: Option<&Path>,
+) -> Result<(), String> {
+    let db = Db::open_existing(db_path).map_err(|e| format!("error: {e}"))?;
+    let entries = db.report(kernel).map_err(|e| format!("error: {e}"))?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&entries).map_err(|e| e.to_string())?
+        );
+    } else if entries.is_empty() {
+        println!(
+            "no tuning results in {}{}",
+            db_path.display(),
+            kernel
+                .map(|k| format!(" for kernel `{k}`"))
+                .unwrap_or_default()
+        );
+    } else {
+        entries.iter().for_each(|e| println!("{}", text_entry(e)));
+    }
+    if let Some(path) = html {
+        std::fs::write(path, html_page(&entries))
+            .map_err(|e| format!("error: cannot write {}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn ms(seconds: Option<f64>) -> String {
+    seconds.map_or("-".into(), |s| format!("{:.4} ms", s * 1e3))
+}
+
+/// Throughput at the best time: GFLOP/s when the kernel does float work, and GB/s.
+fn throughput(e: &ReportEntry) -> String {
+    let Some(t) = e.best_median_s.filter(|t| *t > 0.0) else {
+        return "-".into();
+    };
+    let gbps = e.bytes as f64 / t / 1e9;
+    match e.float_ops.filter(|&f| f > 0) {
+        Some(f) => format!("{:.2} GFLOP/s, {gbps:.2} GB/s", f as f64 / t / 1e9),
+        None => format!("{gbps:.2} GB/s"),
+    }
+}
+
+fn text_entry(e: &ReportEntry) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "kernel {} ({})  shape {}  target {}",
+        e.key.kernel_name,
+        &e.key.kernel_hash[..12.min(e.key.kernel_hash.len())],
+        e.key.shape,
+        e.key.target
+    );
+    let _ = writeln!(s, "  default schedule: {}", ms(e.default_median_s));
+    let speedup = e.speedup.map_or("-".into(), |x| format!("{x:.2}x"));
+    let _ = writeln!(
+        s,
+        "  best: {}  speedup {speedup}  {}",
+        ms(e.best_median_s),
+        throughput(e)
+    );
+    let failures: Vec<String> = e.failures.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let failures = if failures.is_empty() {
+        "none".to_string()
+    } else {
+        failures.join(", ")
+    };
+    let _ = writeln!(
+        s,
+        "  trials: {} in {} run(s); failures: {failures}",
+        e.trials, e.runs
+    );
+    if let Some(schedule) = &e.best_schedule {
+        let schedule = if schedule.is_empty() {
+            "(the default schedule)"
+        } else {
+            schedule.as_str()
+        };
+        let _ = writeln!(
+            s,
+            "  winning schedule:\n{}",
+            schedule
+                .lines()
+                .map(|l| format!("    {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+    s
+}
+
+/// One self-contained page: per kernel and shape, the best-so-far curve against trials, the
+/// distribution of candidate times, and the winning schedule.
+fn html_page(entries: &[ReportEntry]) -> String {
+    let mut page = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>strata tuning report</title><style>body{font-family:sans-serif;margin:2em}pre{background:#f4f4f4;padding:1em}svg{border:1px solid #ccc;margin-right:1em}</style></head><body><h1>strata tuning report</h1>");
+    for e in entries {
+        let _ = write!(page, "<h2>{} &mdash; {}</h2><p>target {}<br>default {}, best {}, speedup {}, {}<br>trials {}, runs {}</p>",
+            escape(&e.key.kernel_name), escape(&e.key.shape), escape(&e.key.target.to_string()), ms(e.default_median_s), ms(e.best_median_s),
+            e.speedup.map_or("-".into(), |x| format!("{x:.2}x")), throughput(e), e.trials, e.runs);
+        page.push_str(&best_so_far_svg(&e.series));
+        page.push_str(&histogram_svg(&e.series));
+        let _ = write!(
+            page,
+            "<h3>winning schedule</h3><pre>{}</pre>",
+            escape(e.best_schedule.as_deref().unwrap_or(""))
+        );
+    }
+    page.push_str("</body></html>");
+    page
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+const W: f64 = 420.0;
+const H: f64 = 220.0;
+
+/// The best time so far (log scale) against the trial number.
+fn best_so_far_svg(series: &[(u64, f64)]) -> String {
+    let mut best = f64::INFINITY;
+    let points: Vec<(f64, f64)> = series
+        .iter()
+        .enumerate()
+        .map(|(i, &(_, t))| {
+            best = best.min(t);
+            (i as f64, best.ln())
+        })
+        .collect();
+    let mut svg = format!("<svg width=\"{W}\" height=\"{H}\"><text x=\"8\" y=\"16\">best time so far (log) vs trial</text>");
+    if let (Some(&(_, first)), Some(&(last_x, last))) = (points.first(), points.last()) {
+        let (lo, hi) = (last.min(first), first.max(last) + 1e-9);
+        let x = |v: f64| 10.0 + v / last_x.max(1.0) * (W - 20.0);
+        let y = |v: f64| H - 10.0 - (v - lo) / (hi - lo).max(1e-9) * (H - 40.0);
+        let path: Vec<String> = points
+            .iter()
+            .map(|&(a, b)| format!("{:.1},{:.1}", x(a), y(b)))
+            .collect();
+        let _ = write!(
+            svg,
+            "<polyline fill=\"none\" stroke=\"#36c\" stroke-width=\"2\" points=\"{}\"/>",
+            path.join(" ")
+        );
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// How many candidates fell in each band of log(time).
+fn histogram_svg(series: &[(u64, f64)]) -> String {
+    const BINS: usize = 20;
+    let logs: Vec<f64> = series.iter().map(|&(_, t)| t.ln()).collect();
+    let mut svg = format!("<svg width=\"{W}\" height=\"{H}\"><text x=\"8\" y=\"16\">candidate times (log), {} candidates</text>", logs.len());
+    let (lo, hi) = logs
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        });
+    if lo.is_finite() {
+        let mut counts = [0usize; BINS];
+        for v in &logs {
+            let bin = (((v - lo) / (hi - lo).max(1e-9)) * (BINS as f64 - 1.0)).round() as usize;
+            counts[bin.min(BINS - 1)] += 1;
+        }
+        let top = *counts.iter().max().unwrap_or(&1) as f64;
+        let bar_w = (W - 20.0) / BINS as f64;
+        for (i, &c) in counts.iter().enumerate() {
+            let h = c as f64 / top * (H - 40.0);
+            let _ = write!(
+                svg,
+                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"#6a4\"/>",
+                10.0 + i as f64 * bar_w,
+                H - 10.0 - h,
+                bar_w - 1.0
+            );
+        }
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+pub fn export(db_path: &Path, out: Option<&Path>) -> Result<(), String> {
+    let db = Db::open_existing(db_path).map_err(|e| format!("error: {e}"))?;
+    let n = match out {
+        Some(path) => {
+            let mut file = std::fs::File::create(path)
+                .map_err(|e| format!("error: cannot create {}: {e}", path.display()))?;
+            db.export(&mut file).map_err(|e| format!("error: {e}"))?
+        }
+        None => db
+            .export(&mut std::io::stdout().lock())
+            .map_err(|e| format!("error: {e}"))?,
+    };
+    eprintln!("exported {n} records");
+    Ok(())
+}
+
+pub fn import(db_path: &Path, input: &Path) -> Result<(), String> {
+    let db = Db::open(db_path).map_err(|e| format!("error: {e}"))?;
+    let file = std::fs::File::open(input)
+        .map_err(|e| format!("error: cannot read {}: {e}", input.display()))?;
+    let n = db
+        .import(&mut std::io::BufReader::new(file))
+        .map_err(|e| format!("error: {e}"))?;
+    eprintln!("imported {n} records");
+    Ok(())
+}
+
+/// The database's winning schedule for a kernel at a shape on this machine.
+pub fn best_schedule(
+    db_path: &Path,
+    kernel: &Pipeline,
+    sizes: &BTreeMap<String, usize>,
+    threads: usize,
+) -> Result<String, String> {
+    let db = Db::open_existing(db_path).map_err(|e| format!("error: {e}"))?;
+    let key = strata::tuner::tune::tuning_key(kernel, sizes, threads);
+    db.winner(&key)
+        .map(|w| w.measurement.schedule)
+        .map_err(|miss| format!("error: no tuned schedule: {miss}"))
+}

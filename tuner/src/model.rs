@@ -1,0 +1,126 @@
+//! The learned cost model: ridge regression of log(run time) on features of a genome (split
+//! factors as log2, loop order, vector width, unroll factor, parallelism, placement), trained
+//! online on every measurement so far. Small on purpose: the default strategy only needs it to
+//! rank many unmeasured candidates well enough to measure the promising ones first (the role of
+//! Ansor's and Adams2019's models).
+
+use crate::space::{Genome, Place, FACTORS, UNROLLS, WIDTHS};
+
+/// A genome's features, always the same length for one space.
+pub fn features(g: &Genome) -> Vec<f64> {
+    let mut f = vec![1.0];
+    for p in &g.places {
+        let (inline, root, depth) = match p {
+            Place::Inline => (1.0, 0.0, 0.0),
+            Place::Root => (0.0, 1.0, 0.0),
+            Place::At(d) => (0.0, 0.0, 1.0 + *d as f64),
+        };
+        f.extend([inline, root, depth]);
+    }
+    for s in &g.stages {
+        f.extend(
+            s.split
+                .iter()
+                .map(|&i| (FACTORS[i as usize % FACTORS.len()] as f64).log2()),
+        );
+        f.push(s.reduction_outside as u8 as f64);
+        f.push(WIDTHS[s.vector as usize % WIDTHS.len()] as f64 / 16.0);
+        f.push((UNROLLS[s.unroll as usize % UNROLLS.len()] as f64).log2());
+        f.push(s.parallel as u8 as f64);
+    }
+    f
+}
+
+/// Ridge regression `y ~ w . x`.
+#[derive(Default)]
+pub struct Model {
+    xs: Vec<Vec<f64>>,
+    ys: Vec<f64>,
+    weights: Option<Vec<f64>>,
+}
+
+/// How strongly weights are pulled to zero (features are O(1)).
+const RIDGE: f64 = 1.0;
+
+impl Model {
+    /// Adds a measurement (seconds) and refits.
+    pub fn observe(&mut self, g: &Genome, seconds: f64) {
+        if !(seconds > 0.0 && seconds.is_finite()) {
+            return;
+        }
+        self.xs.push(features(g));
+        self.ys.push(seconds.ln());
+        self.weights = fit(&self.xs, &self.ys);
+    }
+
+    /// Predicted log(seconds); `None` before any training.
+    pub fn predict(&self, g: &Genome) -> Option<f64> {
+        let w = self.weights.as_ref()?;
+        Some(features(g).iter().zip(w).map(|(x, w)| x * w).sum())
+    }
+
+    pub fn samples(&self) -> usize {
+        self.ys.len()
+    }
+}
+
+/// Solves `(X^T X + ridge I) w = X^T y` by Gaussian elimination with partial pivoting.
+pub fn fit(xs: &[Vec<f64>], ys: &[f64]) -> Option<Vec<f64>> {
+    let n = xs.first()?.len();
+    let mut a = vec![vec![0.0; n + 1]; n];
+    for (x, y) in xs.iter().zip(ys) {
+        for i in 0..n {
+            for j in 0..n {
+                a[i][j] += x[i] * x[j];
+            }
+            a[i][n] += x[i] * y;
+        }
+    }
+    for (i, row) in a.iter_mut().enumerate() {
+        row[i] += RIDGE;
+    }
+    solve(a)
+}
+
+fn solve(mut a: Vec<Vec<f64>>) -> Option<Vec<f64>> {
+    let n = a.len();
+    for col in 0..n {
+        let pivot = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
+        if a[pivot][col].abs() < 1e-12 {
+            return None;
+        }
+        a.swap(col, pivot);
+        for row in 0..n {
+            if row != col {
+                let factor = a[row][col] / a[col][col];
+                for k in col..=n {
+                    a[row][k] -= factor * a[col][k];
+                }
+            }
+        }
+    }
+    Some((0..n).map(|i| a[i][n] / a[i][i]).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_recovers_a_linear_function() {
+        let xs: Vec<Vec<f64>> = (0..50)
+            .map(|i| vec![1.0, i as f64, (i * i % 7) as f64])
+            .collect();
+        let ys: Vec<f64> = xs.iter().map(|x| 2.0 + 0.5 * x[1] - 3.0 * x[2]).collect();
+        let w = fit(&xs, &ys).unwrap();
+        assert!((w[1] - 0.5).abs() < 0.01, "{w:?}");
+        assert!((w[2] + 3.0).abs() < 0.05, "{w:?}");
+    }
+
+    #[test]
+    fn singular_systems_are_regularised() {
+        let xs = vec![vec![1.0, 0.0]; 3];
+        let ys = vec![1.0; 3];
+        assert!(fit(&xs, &ys).is_some());
+    }
+}

@@ -1,0 +1,354 @@
+//! The search space, derived from the pipeline with no user templates. A point (`Genome`) holds
+//! one decision per gene: for each function where it is computed (inlined, at root, or at one of
+//! its consumer's loops); for each stage a split factor per dimension (a tile), whether the
+//! reduction loops run outside the tile's inner loops (register blocking), a vector width for the
+//! innermost pure loop, an unroll factor for the loop outside it, and whether the outermost pure
+//! loop is parallel. `schedule` turns a genome into a legal `Schedule` (or `None` when validation
+//! refuses it); equal schedules are recognised by the hash of their canonical text.
+
+use rand::seq::IndexedRandom;
+use rand::Rng;
+use sha2::{Digest, Sha256};
+use strata_dsl::ir::{Expr, Pipeline};
+use strata_scheduler::lower::lift_reductions::{lift_reductions, Lifted};
+use strata_scheduler::schedule::validate::{effective_consumers, validate, Placement};
+use strata_scheduler::schedule::{Directive, LoopLevel, Schedule, StageRef};
+
+/// Split factors a gene can pick (1: no split).
+pub const FACTORS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
+/// Vector widths (0: scalar).
+pub const WIDTHS: [u32; 4] = [0, 4, 8, 16];
+/// Unroll factors (1: none).
+pub const UNROLLS: [u32; 4] = [1, 2, 4, 8];
+
+/// Where a function is computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Place {
+    Inline,
+    Root,
+    /// At the loop this many levels into its consumer's stage (clamped to the deepest allowed).
+    At(u8),
+}
+
+/// The decisions for one stage.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct StageGenes {
+    /// An index into `FACTORS` per dimension: pure dimensions first, then reduction ones.
+    pub split: Vec<u8>,
+    pub reduction_outside: bool,
+    /// An index into `WIDTHS`.
+    pub vector: u8,
+    /// An index into `UNROLLS`.
+    pub unroll: u8,
+    pub parallel: bool,
+}
+
+/// A point of the search space.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Genome {
+    /// One per function of `Space::funcs` (the output's is ignored).
+    pub places: Vec<Place>,
+    /// One per stage of `Space::stages`.
+    pub stages: Vec<StageGenes>,
+}
+
+/// A stage's own loops, by kind.
+#[derive(Clone, Debug)]
+pub struct StageShape {
+    pub func: String,
+    pub stage: StageRef,
+    pub pure: Vec<String>,
+    pub reduction: Vec<String>,
+}
+
+/// The space of one pipeline.
+pub struct Space {
+    pub lifted: Lifted,
+    /// Functions in consumers-first order.
+    pub funcs: Vec<(
+        String,
+        bool, /* has updates */
+        bool, /* is output */
+    )>,
+    pub stages: Vec<StageShape>,
+}
+
+impl Space {
+    pub fn new(pipeline: &Pipeline) -> Space {
+        let lifted = lift_reductions(pipeline);
+        let out = lifted.pipeline.output.name.clone();
+        let order: Vec<_> = lifted
+            .pipeline
+            .topo_order()
+            .into_iter()
+            .rev()
+            .cloned()
+            .collect();
+        let funcs = order
+            .iter()
+            .map(|f| (f.name.clone(), !f.updates.is_empty(), f.name == out))
+            .collect();
+        let mut stages = Vec::new();
+        for f in &order {
+            stages.push(StageShape {
+                func: f.name.clone(),
+                stage: StageRef::Pure,
+                pure: f.vars.clone(),
+                reduction: Vec::new(),
+            });
+            for (i, u) in f.updates.iter().enumerate() {
+                let pure = f
+                    .vars
+                    .iter()
+                    .zip(&u.args)
+                    .filter(|(v, a)| matches!(a, Expr::Var(n) if n == *v))
+                    .map(|(v, _)| v.clone())
+                    .collect();
+                let reduction = u.rvars.iter().map(|r| r.name.clone()).collect();
+                stages.push(StageShape {
+                    func: f.name.clone(),
+                    stage: StageRef::Update(i),
+                    pure,
+                    reduction,
+                });
+            }
+        }
+        Space {
+            lifted,
+            funcs,
+            stages,
+        }
+    }
+
+    /// The default schedule's genome: everything as the language defaults leave it.
+    pub fn default_genome(&self) -> Genome {
+        Genome {
+            places: self
+                .funcs
+                .iter()
+                .map(|(_, updates, _)| if *updates { Place::Root } else { Place::Inline })
+                .collect(),
+            stages: self
+                .stages
+                .iter()
+                .map(|s| StageGenes {
+                    split: vec![0; s.pure.len() + s.reduction.len()],
+                    reduction_outside: false,
+                    vector: 0,
+                    unroll: 0,
+                    parallel: false,
+                })
+                .collect(),
+        }
+    }
+
+    pub fn random(&self, rng: &mut impl Rng) -> Genome {
+        let mut g = self.default_genome();
+        for i in 0..g.places.len() {
+            g.places[i] = random_place(self.funcs[i].1, rng);
+        }
+        for (genes, shape) in g.stages.iter_mut().zip(&self.stages) {
+            *genes = random_stage(shape, rng);
+        }
+        g
+    }
+
+    /// `g` with one decision changed.
+    pub fn mutate(&self, g: &Genome, rng: &mut impl Rng) -> Genome {
+        let mut g = g.clone();
+        let placeable: Vec<usize> = (0..g.places.len()).filter(|&i| !self.funcs[i].2).collect();
+        if !placeable.is_empty() && rng.random_bool(0.25) {
+            let i = *placeable.choose(rng).unwrap_or(&0);
+            g.places[i] = random_place(self.funcs[i].1, rng);
+            return g;
+        }
+        let s = rng.random_range(0..g.stages.len());
+        let genes = &mut g.stages[s];
+        match rng.random_range(0..5) {
+            0 if !genes.split.is_empty() => {
+                let d = rng.random_range(0..genes.split.len());
+                genes.split[d] = rng.random_range(0..FACTORS.len() as u8);
+            }
+            1 => genes.reduction_outside = !genes.reduction_outside,
+            2 => genes.vector = rng.random_range(0..WIDTHS.len() as u8),
+            3 => genes.unroll = rng.random_range(0..UNROLLS.len() as u8),
+            _ => genes.parallel = !genes.parallel,
+        }
+        g
+    }
+
+    /// A child taking each function's decisions from one parent or the other.
+    pub fn crossover(&self, a: &Genome, b: &Genome, rng: &mut impl Rng) -> Genome {
+        let mut child = a.clone();
+        for (i, (name, ..)) in self.funcs.iter().enumerate() {
+            if rng.random_bool(0.5) {
+                child.places[i] = b.places[i];
+                for (s, shape) in self.stages.iter().enumerate() {
+                    if &shape.func == name {
+                        child.stages[s] = b.stages[s].clone();
+                    }
+                }
+            }
+        }
+        child
+    }
+
+    /// The legal schedule a genome describes, or `None`.
+    pub fn schedule(&self, g: &Genome) -> Option<Schedule> {
+        let mut schedule = Schedule::new();
+        for (shape, genes) in self.stages.iter().zip(&g.stages) {
+            for d in stage_directives(shape, genes) {
+                schedule
+                    .stage(&shape.func, shape.stage)
+                    .directives_mut()
+                    .push(d);
+            }
+        }
+        validate(&self.lifted, &schedule).ok()?;
+        // Placements need the consumers' final loops, so they go in consumers first.
+        for (i, (name, _, is_output)) in self.funcs.iter().enumerate() {
+            if *is_output {
+                continue;
+            }
+            let directive = self.placement(&schedule, name, g.places[i])?;
+            let line = schedule.stage(name, StageRef::Pure).directives_mut();
+            line.insert(0, directive);
+            if validate(&self.lifted, &schedule).is_err() {
+                return None;
+            }
+        }
+        schedule.lines.retain(|l| !l.directives.is_empty());
+        Some(schedule)
+    }
+
+    fn placement(&self, schedule: &Schedule, name: &str, place: Place) -> Option<Directive> {
+        match place {
+            Place::Inline => Some(Directive::ComputeInline),
+            Place::Root => Some(Directive::ComputeRoot),
+            Place::At(depth) => {
+                let plan = validate(&self.lifted, schedule).ok()?;
+                let consumers = effective_consumers(&self.lifted.pipeline, &plan.funcs, name);
+                let (consumer, stage) = consumers.first()?.clone();
+                let dims = &plan.funcs.get(&consumer)?.stages.get(stage)?.dims;
+                let usable = dims
+                    .iter()
+                    .take_while(|d| d.kind != strata_scheduler::ForKind::Vectorized)
+                    .count();
+                if usable == 0 || plan.funcs.get(&consumer)?.compute == Placement::Inline {
+                    return Some(Directive::ComputeRoot);
+                }
+                let var = dims[(depth as usize).min(usable - 1)].name.clone();
+                let stage = if stage == 0 {
+                    StageRef::Pure
+                } else {
+                    StageRef::Update(stage - 1)
+                };
+                Some(Directive::ComputeAt(LoopLevel {
+                    func: consumer,
+                    stage,
+                    var,
+                }))
+            }
+        }
+    }
+}
+
+fn random_place(has_updates: bool, rng: &mut impl Rng) -> Place {
+    match rng.random_range(0..4) {
+        0 if !has_updates => Place::Inline,
+        1 => Place::Root,
+        _ => Place::At(rng.random_range(0..4)),
+    }
+}
+
+fn random_stage(shape: &StageShape, rng: &mut impl Rng) -> StageGenes {
+    let dims = shape.pure.len() + shape.reduction.len();
+    StageGenes {
+        split: (0..dims).map(|_| rng.random_range(0..5u8)).collect(),
+        reduction_outside: rng.random_bool(0.5),
+        vector: rng.random_range(0..WIDTHS.len() as u8),
+        unroll: rng.random_range(0..UNROLLS.len() as u8),
+        parallel: rng.random_bool(0.5),
+    }
+}
+
+/// The loop directives of one stage: splits, the loop order, vectorize, unroll, parallel.
+fn stage_directives(shape: &StageShape, g: &StageGenes) -> Vec<Directive> {
+    let mut out = Vec::new();
+    let mut outer = Vec::new();
+    let mut inner = Vec::new();
+    let (mut red_outer, mut red_inner) = (Vec::new(), Vec::new());
+    let dims = shape
+        .pure
+        .iter()
+        .map(|d| (d, true))
+        .chain(shape.reduction.iter().map(|d| (d, false)));
+    for ((dim, pure), &f) in dims.zip(&g.split) {
+        let factor = FACTORS[f as usize % FACTORS.len()];
+        let (o, i) = (format!("{dim}_o"), format!("{dim}_i"));
+        let (outer_list, inner_list) = if pure {
+            (&mut outer, &mut inner)
+        } else {
+            (&mut red_outer, &mut red_inner)
+        };
+        if factor > 1 {
+            out.push(Directive::Split {
+                var: dim.clone(),
+                outer: o.clone(),
+                inner: i.clone(),
+                factor: factor as i64,
+                tail: None,
+            });
+            outer_list.push(o);
+            inner_list.push(i);
+        } else {
+            outer_list.push(dim.clone());
+        }
+    }
+    let reductions: Vec<String> = red_outer.iter().chain(&red_inner).cloned().collect();
+    let order: Vec<String> = if g.reduction_outside {
+        outer
+            .iter()
+            .chain(&reductions)
+            .chain(&inner)
+            .cloned()
+            .collect()
+    } else {
+        outer
+            .iter()
+            .chain(&inner)
+            .chain(&reductions)
+            .cloned()
+            .collect()
+    };
+    if order.len() > 1 {
+        out.push(Directive::Reorder(order.clone()));
+    }
+    let pure_loops: Vec<&String> = order.iter().filter(|l| !reductions.contains(l)).collect();
+    let width = WIDTHS[g.vector as usize % WIDTHS.len()];
+    if let (Some(last), true) = (pure_loops.last(), width > 0) {
+        out.push(Directive::Vectorize {
+            var: (*last).clone(),
+            width: Some(width as i64),
+        });
+    }
+    let unroll = UNROLLS[g.unroll as usize % UNROLLS.len()];
+    if unroll > 1 && pure_loops.len() >= 2 {
+        out.push(Directive::Unroll {
+            var: pure_loops[pure_loops.len() - 2].clone(),
+            factor: Some(unroll as i64),
+        });
+    }
+    if g.parallel {
+        if let Some(first) = order.first().filter(|l| !reductions.contains(l)) {
+            out.push(Directive::Parallel { var: first.clone() });
+        }
+    }
+    out
+}
+
+/// A schedule's canonical hash: SHA-256 of its canonical text.
+pub fn schedule_hash(schedule: &Schedule) -> String {
+    let digest = Sha256::digest(schedule.to_string().as_bytes());
+    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,176 @@
+//! Search strategies over the space: `random` (uniform points), `evolve` (a population of the
+//! fastest measured points, mutated one decision at a time and crossed over), and `model` (the
+//! default: many candidates from mutation and random sampling, ranked by the learned cost model,
+//! the most promising measured; Ansor / Adams2019 style). Deterministic for a given seed.
+
+use crate::model::Model;
+use crate::space::{schedule_hash, Genome, Space};
+use rand::rngs::StdRng;
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+use std::collections::HashSet;
+use strata_scheduler::Schedule;
+
+/// Which strategy proposes candidates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrategyKind {
+    Random,
+    Evolve,
+    Model,
+}
+
+impl StrategyKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            StrategyKind::Random => "random",
+            StrategyKind::Evolve => "evolve",
+            StrategyKind::Model => "model",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<StrategyKind> {
+        [
+            StrategyKind::Random,
+            StrategyKind::Evolve,
+            StrategyKind::Model,
+        ]
+        .into_iter()
+        .find(|k| k.name() == name)
+    }
+}
+
+/// A candidate: its genome, its schedule and the schedule's hash.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub genome: Genome,
+    pub schedule: Schedule,
+    pub hash: String,
+}
+
+/// Parents kept for mutation and crossover.
+const POPULATION: usize = 8;
+/// Candidates the model ranks for each measurement.
+const POOL: usize = 64;
+/// Tries to find an unseen legal candidate before giving up (the space is exhausted).
+const MAX_TRIES: usize = 2000;
+
+pub struct Searcher {
+    kind: StrategyKind,
+    pub space: Space,
+    rng: StdRng,
+    /// Measured points that ran, fastest first.
+    best: Vec<(Genome, f64)>,
+    model: Model,
+    seen: HashSet<String>,
+}
+
+impl Searcher {
+    pub fn new(kind: StrategyKind, space: Space, seed: u64) -> Searcher {
+        Searcher {
+            kind,
+            space,
+            rng: StdRng::seed_from_u64(seed),
+            best: Vec::new(),
+            model: Model::default(),
+            seen: HashSet::new(),
+        }
+    }
+
+    /// Marks a schedule as already measured (by an earlier run, say).
+    pub fn mark_seen(&mut self, hash: &str) {
+        self.seen.insert(hash.to_string());
+    }
+
+    /// The next candidate not measured before; `None` when none can be found.
+    pub fn propose(&mut self) -> Option<Candidate> {
+        match self.kind {
+            StrategyKind::Model if self.model.samples() >= 4 => self.ranked(),
+            StrategyKind::Random => self.fresh(|s| s.space.random(&mut s.rng)),
+            _ => self.fresh(|s| s.evolved()),
+        }
+    }
+
+    /// Records how a genome did (`None`: it did not run).
+    pub fn observe(&mut self, genome: &Genome, seconds: Option<f64>) {
+        let Some(t) = seconds else { return };
+        self.model.observe(genome, t);
+        let at = self.best.partition_point(|(_, b)| *b <= t);
+        self.best.insert(at, (genome.clone(), t));
+        self.best.truncate(POPULATION);
+    }
+
+    /// The first legal unseen candidate `make` produces.
+    fn fresh(&mut self, mut make: impl FnMut(&mut Self) -> Genome) -> Option<Candidate> {
+        for _ in 0..MAX_TRIES {
+            let genome = make(self);
+            if let Some(c) = self.candidate(genome) {
+                self.seen.insert(c.hash.clone());
+                return Some(c);
+            }
+        }
+        None
+    }
+
+    fn candidate(&self, genome: Genome) -> Option<Candidate> {
+        let schedule = self.space.schedule(&genome)?;
+        let hash = schedule_hash(&schedule);
+        (!self.seen.contains(&hash)).then_some(Candidate {
+            genome,
+            schedule,
+            hash,
+        })
+    }
+
+    /// A child of the population (random until there is one).
+    fn evolved(&mut self) -> Genome {
+        if self.best.len() < 2 || self.rng.random_bool(0.1) {
+            return self.space.random(&mut self.rng);
+        }
+        let parent = self
+            .best
+            .choose(&mut self.rng)
+            .map(|(g, _)| g.clone())
+            .unwrap_or_else(|| self.space.default_genome());
+        if self.rng.random_bool(0.3) {
+            let other = self
+                .best
+                .choose(&mut self.rng)
+                .map(|(g, _)| g.clone())
+                .unwrap_or_else(|| parent.clone());
+            let child = self.space.crossover(&parent, &other, &mut self.rng);
+            return self.space.mutate(&child, &mut self.rng);
+        }
+        self.space.mutate(&parent, &mut self.rng)
+    }
+
+    /// The candidate the model ranks fastest among a pool of evolved and random ones (with a
+    /// little exploration: sometimes a random member of the pool).
+    fn ranked(&mut self) -> Option<Candidate> {
+        let mut pool = Vec::new();
+        for _ in 0..POOL * 4 {
+            if pool.len() >= POOL {
+                break;
+            }
+            let genome = self.evolved();
+            if let Some(c) = self.candidate(genome) {
+                if !pool.iter().any(|p: &Candidate| p.hash == c.hash) {
+                    pool.push(c);
+                }
+            }
+        }
+        if pool.is_empty() {
+            return self.fresh(|s| s.space.random(&mut s.rng));
+        }
+        let pick = if self.rng.random_bool(0.15) {
+            self.rng.random_range(0..pool.len())
+        } else {
+            let score = |c: &Candidate| self.model.predict(&c.genome).unwrap_or(0.0);
+            (0..pool.len())
+                .min_by(|&a, &b| score(&pool[a]).total_cmp(&score(&pool[b])))
+                .unwrap_or(0)
+        };
+        let chosen = pool.swap_remove(pick);
+        self.seen.insert(chosen.hash.clone());
+        Some(chosen)
+    }
+}

@@ -1,0 +1,528 @@
+//! The tuning driver: measures the default schedule, then candidates from a strategy until the
+//! budget (trials, time, or Ctrl-C) runs out, each in a worker process and each recorded in the
+//! tuning database as it is made; re-measures the best few in a fresh worker; ends with a stop
+//! reason. A kernel and shape tuned before continue where they left off: measured schedules are
+//! skipped and the search starts from the database's best.
+
+use crate::space::{schedule_hash, Genome, Space};
+use crate::strategy::{Candidate, Searcher, StrategyKind};
+use crate::worker::{Outcome, Request, Setup, Worker, WorkerCommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use strata_dsl::random::random_args;
+use strata_dsl::Pipeline;
+use strata_scheduler::Schedule;
+use strata_tuning_db::{Db, DbError, Measurement, NewRun, Status, Target, TuningKey};
+
+/// The float tolerance answers are checked with.
+pub const FLOAT_TOLERANCE: f64 = 1e-4;
+/// How many of the best schedules are re-measured in a fresh worker at the end.
+const REMEASURE: usize = 3;
+
+/// How a tuning run is set up.
+#[derive(Clone, Debug)]
+pub struct TuneOptions {
+    pub trials: Option<u64>,
+    pub time: Option<Duration>,
+    pub strategy: StrategyKind,
+    pub seed: u64,
+    pub threads: usize,
+    /// Time each candidate's repetitions for at least this long.
+    pub min_time: Duration,
+    /// Give up on a candidate (and its worker) after this long.
+    pub timeout: Duration,
+    pub worker: WorkerCommand,
+    /// Set from another thread (Ctrl-C) to stop after the current candidate.
+    pub stop: Arc<AtomicBool>,
+    pub progress: bool,
+}
+
+/// Why a run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StopReason {
+    TrialBudget(u64),
+    TimeBudget(f64),
+    Interrupted,
+    /// No unmeasured legal candidate could be found.
+    SpaceExhausted,
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopReason::TrialBudget(n) => write!(f, "trial budget of {n} reached"),
+            StopReason::TimeBudget(s) => write!(f, "time budget of {s:.0} s reached"),
+            StopReason::Interrupted => f.write_str("interrupted"),
+            StopReason::SpaceExhausted => f.write_str("no unmeasured schedule left to try"),
+        }
+    }
+}
+
+/// Why tuning could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum TuneError {
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// What a run found.
+#[derive(Clone, Debug)]
+pub struct TuneResult {
+    pub run_id: i64,
+    pub stop: StopReason,
+    pub trials: u64,
+    pub default_seconds: Option<f64>,
+    pub best: Option<(String, f64)>,
+    pub failures: BTreeMap<String, u64>,
+}
+
+/// Everything one run needs while it searches.
+struct Session<'a> {
+    db: &'a Db,
+    run_id: i64,
+    options: &'a TuneOptions,
+    setup: Setup,
+    worker: Option<Worker>,
+    trials: u64,
+    best_seconds: Option<f64>,
+    failures: BTreeMap<String, u64>,
+    /// (seconds, schedule text) of every timed candidate of this run.
+    timed: Vec<(f64, String)>,
+}
+
+/// The database key of a kernel at a shape on this machine.
+pub fn tuning_key(
+    pipeline: &Pipeline,
+    sizes: &BTreeMap<String, usize>,
+    threads: usize,
+) -> TuningKey {
+    TuningKey {
+        kernel_hash: pipeline.hash().to_string(),
+        kernel_name: pipeline.name.clone(),
+        shape: shape_text(sizes),
+        target: host_target(threads),
+    }
+}
+
+/// `K=256,M=256,N=256`: sizes in name order.
+pub fn shape_text(sizes: &BTreeMap<String, usize>) -> String {
+    sizes
+        .iter()
+        .map(|(n, v)| format!("{n}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// This machine: CPU model, the vector features codegen uses, and the thread count.
+pub fn host_target(threads: usize) -> Target {
+    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    Target {
+        cpu_model,
+        features: host_features(),
+        threads: threads as u32,
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn host_features() -> String {
+    let mut f = Vec::new();
+    if std::arch::is_x86_feature_detected!("sse4.1") {
+        f.push("sse4.1");
+    }
+    if std::arch::is_x86_feature_detected!("avx2") {
+        f.push("avx2");
+    }
+    if std::arch::is_x86_feature_detected!("fma") {
+        f.push("fma");
+    }
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        f.push("avx512f");
+    }
+    f.join(",")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn host_features() -> String {
+    std::env::consts::ARCH.to_string()
+}
+
+/// Tunes `pipeline` (whose source text is `source`) at `sizes`, recording into `db`.
+pub fn tune(
+    db: &Db,
+    pipeline: &Pipeline,
+    source: &str,
+    sizes: &BTreeMap<String, usize>,
+    options: &TuneOptions,
+) -> Result<TuneResult, TuneError> {
+    let key = tuning_key(pipeline, sizes, options.threads);
+    let (setup, float_ops, bytes, expected_file) = prepare(pipeline, source, sizes, options)?;
+    let run = NewRun {
+        key: key.clone(),
+        kernel_source: source.to_string(),
+        strata_version: env!("CARGO_PKG_VERSION").to_string(),
+        strategy: options.strategy.name().to_string(),
+        seed: options.seed,
+        budget_trials: options.trials,
+        budget_seconds: options.time.map(|t| t.as_secs_f64()),
+        float_ops: Some(float_ops),
+        bytes,
+        started_at: now_rfc3339(),
+    };
+    let run_id = db.start_run(&run)?;
+    let mut session = Session {
+        db,
+        run_id,
+        options,
+        setup,
+        worker: None,
+        trials: 0,
+        best_seconds: None,
+        failures: BTreeMap::new(),
+        timed: Vec::new(),
+    };
+    let result = session.search(pipeline, &key);
+    let _ = std::fs::remove_file(&expected_file);
+    let (stop, default_seconds) = result?;
+    session.remeasure_best()?;
+    db.finish_run(run_id, &stop.to_string(), &now_rfc3339())?;
+    let best = db
+        .best(&key)?
+        .and_then(|(m, _)| m.median_s.map(|t| (m.schedule, t)));
+    Ok(TuneResult {
+        run_id,
+        stop,
+        trials: session.trials,
+        default_seconds,
+        best,
+        failures: session.failures,
+    })
+}
+
+/// Computes the reference answer once, for every worker to check against.
+fn prepare(
+    pipeline: &Pipeline,
+    source: &str,
+    sizes: &BTreeMap<String, usize>,
+    options: &TuneOptions,
+) -> Result<(Setup, u64, u64, PathBuf), TuneError> {
+    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(options.seed);
+    let args = random_args(pipeline, sizes, &mut rng).map_err(TuneError::Setup)?;
+    let (expected, work) = strata_dsl::evaluate_counting(pipeline, &args)
+        .map_err(|e| TuneError::Setup(format!("the reference evaluator failed: {e}")))?;
+    let bytes = args
+        .buffers
+        .values()
+        .map(|b| b.len() * b.dtype().bytes())
+        .sum::<usize>()
+        + expected.len() * expected.dtype().bytes();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let path = std::env::temp_dir().join(format!(
+        "strata-expected-{}-{nanos}.bin",
+        std::process::id()
+    ));
+    std::fs::write(&path, expected.to_bytes())
+        .map_err(|e| TuneError::Setup(format!("cannot write {}: {e}", path.display())))?;
+    let setup = Setup {
+        kernel_source: source.to_string(),
+        kernel_name: pipeline.name.clone(),
+        sizes: sizes.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        seed: options.seed,
+        threads: options.threads,
+        expected_path: path.clone(),
+        expected_dtype: expected.dtype().name().to_string(),
+        expected_shape: expected.shape().to_vec(),
+        tolerance: FLOAT_TOLERANCE,
+        min_time_s: options.min_time.as_secs_f64(),
+    };
+    Ok((setup, work.float_ops, bytes as u64, path))
+}
+
+impl Session<'_> {
+    /// The search loop; returns why it stopped and the default schedule's time.
+    fn search(
+        &mut self,
+        pipeline: &Pipeline,
+        key: &TuningKey,
+    ) -> Result<(StopReason, Option<f64>), TuneError> {
+        let mut searcher = Searcher::new(
+            self.options.strategy,
+            Space::new(pipeline),
+            self.options.seed,
+        );
+        for hash in self.db.measured_hashes(key)? {
+            searcher.mark_seen(&hash);
+        }
+        if let Some((m, _)) = self.db.best(key)? {
+            self.best_seconds = m.median_s;
+            if let Some(genome) = genome_of(&m.settings) {
+                searcher.observe(&genome, m.median_s);
+            }
+        }
+        let default = self.measure_default(&mut searcher)?;
+        let bar = self.progress_bar();
+        let start = Instant::now();
+        let stop = loop {
+            if let Some(reason) = self.budget_spent(start) {
+                break reason;
+            }
+            let Some(candidate) = searcher.propose() else {
+                break StopReason::SpaceExhausted;
+            };
+            let seconds = self.measure(&candidate, false, false)?;
+            searcher.observe(&candidate.genome, seconds);
+            self.update_bar(&bar, default, start);
+        };
+        bar.finish_and_clear();
+        Ok((stop, default))
+    }
+
+    fn budget_spent(&self, start: Instant) -> Option<StopReason> {
+        if self.options.stop.load(Ordering::SeqCst) {
+            return Some(StopReason::Interrupted);
+        }
+        if let Some(n) = self.options.trials.filter(|&n| self.trials >= n) {
+            return Some(StopReason::TrialBudget(n));
+        }
+        match self.options.time {
+            Some(t) if start.elapsed() >= t => Some(StopReason::TimeBudget(t.as_secs_f64())),
+            _ => None,
+        }
+    }
+
+    /// Measures the default schedule: every run does, as the baseline measured beside its
+    /// candidates.
+    fn measure_default(&mut self, searcher: &mut Searcher) -> Result<Option<f64>, TuneError> {
+        let space = &searcher.space;
+        let genome = space.default_genome();
+        let schedule = Schedule::new();
+        let candidate = Candidate {
+            hash: schedule_hash(&schedule),
+            genome,
+            schedule,
+        };
+        searcher.mark_seen(&candidate.hash);
+        let seconds = self.measure(&candidate, true, false)?;
+        searcher.observe(&candidate.genome, seconds);
+        Ok(seconds)
+    }
+
+    /// Measures one candidate in the worker (starting one if needed) and records the result.
+    fn measure(
+        &mut self,
+        c: &Candidate,
+        is_default: bool,
+        remeasured: bool,
+    ) -> Result<Option<f64>, TuneError> {
+        let cutoff = self.best_seconds.map(|b| b * 20.0);
+        let request = Request {
+            schedule: c.schedule.to_string(),
+            cutoff_s: cutoff,
+        };
+        let outcome = self.run_in_worker(&request);
+        self.trials += u64::from(!is_default && !remeasured);
+        let (status, timing) = status_of(&outcome);
+        if let Status::Ok = status {
+        } else {
+            *self
+                .failures
+                .entry(status_kind(&status).to_string())
+                .or_default() += 1;
+        }
+        let seconds = timing.map(|t| t.0);
+        if let Some(t) = seconds {
+            self.best_seconds = Some(self.best_seconds.map_or(t, |b| b.min(t)));
+            self.timed.push((t, request.schedule.clone()));
+        }
+        let settings = serde_json::json!({ "min_time_s": self.options.min_time.as_secs_f64(), "threads": self.options.threads, "cutoff_s": cutoff, "genome": c.genome });
+        let m = Measurement {
+            trial: self.trials,
+            schedule: request.schedule,
+            schedule_hash: c.hash.clone(),
+            status,
+            median_s: seconds,
+            min_s: timing.map(|t| t.1),
+            max_s: timing.map(|t| t.2),
+            runs: timing.map_or(0, |t| t.3),
+            settings: settings.to_string(),
+            is_default,
+            remeasured,
+            measured_at: now_rfc3339(),
+        };
+        self.db.record(self.run_id, &m)?;
+        Ok(seconds)
+    }
+
+    fn run_in_worker(&mut self, request: &Request) -> Outcome {
+        if self.worker.is_none() {
+            match Worker::start(&self.options.worker, &self.setup) {
+                Ok(w) => self.worker = Some(w),
+                Err(e) => return Outcome::Crash(e),
+            }
+        }
+        let Some(worker) = self.worker.as_mut() else {
+            return Outcome::Crash("no worker".into());
+        };
+        match worker.measure(request, self.options.timeout) {
+            Ok(outcome) => outcome,
+            Err(outcome) => {
+                self.worker = None; // it crashed or was killed: the next candidate gets a new one
+                outcome
+            }
+        }
+    }
+
+    /// Re-measures the best schedules of this run in a fresh worker.
+    fn remeasure_best(&mut self) -> Result<(), TuneError> {
+        self.worker = None;
+        let mut timed = self.timed.clone();
+        timed.sort_by(|a, b| a.0.total_cmp(&b.0));
+        timed.dedup_by(|a, b| a.1 == b.1);
+        for (_, text) in timed.into_iter().take(REMEASURE) {
+            let Ok(schedule) = strata_scheduler::schedule::text::parse_schedule(&text) else {
+                continue;
+            };
+            let hash = schedule_hash(&schedule);
+            let genome = Genome {
+                places: Vec::new(),
+                stages: Vec::new(),
+            };
+            self.measure(
+                &Candidate {
+                    genome,
+                    schedule,
+                    hash,
+                },
+                false,
+                true,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn progress_bar(&self) -> ProgressBar {
+        if !self.options.progress {
+            return ProgressBar::hidden();
+        }
+        let bar = match self.options.trials {
+            Some(n) => ProgressBar::new(n),
+            None => ProgressBar::new_spinner(),
+        };
+        let style = ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] trials {pos}/{len} {msg} (eta {eta})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar
+    }
+
+    fn update_bar(&self, bar: &ProgressBar, default: Option<f64>, start: Instant) {
+        bar.set_position(self.trials);
+        let best = self
+            .best_seconds
+            .map_or("-".to_string(), |b| format!("{:.3} ms", b * 1e3));
+        let speedup = match (default, self.best_seconds) {
+            (Some(d), Some(b)) if b > 0.0 => format!("{:.1}x", d / b),
+            _ => "-".to_string(),
+        };
+        let per_minute = self.trials as f64 / start.elapsed().as_secs_f64().max(1e-9) * 60.0;
+        let failures: Vec<String> = self
+            .failures
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        bar.set_message(format!(
+            "best {best} ({speedup} over default), {per_minute:.0}/min, failures: {}",
+            if failures.is_empty() {
+                "none".into()
+            } else {
+                failures.join(", ")
+            }
+        ));
+    }
+}
+
+/// The status to record and, when it ran, (median, min, max, runs).
+fn status_of(outcome: &Outcome) -> (Status, Option<(f64, f64, f64, u32)>) {
+    match outcome {
+        Outcome::Timed {
+            median_s,
+            min_s,
+            max_s,
+            runs,
+            ..
+        } => (Status::Ok, Some((*median_s, *min_s, *max_s, *runs))),
+        Outcome::CompileError(e) => (Status::CompileError(e.clone()), None),
+        Outcome::Refused(e) => (Status::Refused(e.clone()), None),
+        Outcome::WrongAnswer(e) => (Status::WrongAnswer(e.clone()), None),
+        Outcome::Crash(e) => (Status::Crash(e.clone()), None),
+        Outcome::Timeout(e) => (Status::Timeout(e.clone()), None),
+    }
+}
+
+/// A short name for a failure kind.
+pub fn status_kind(status: &Status) -> &'static str {
+    match status {
+        Status::Ok => "ok",
+        Status::CompileError(_) => "compile error",
+        Status::Refused(_) => "refused",
+        Status::WrongAnswer(_) => "wrong answer",
+        Status::Crash(_) => "crash",
+        Status::Timeout(_) => "timeout",
+    }
+}
+
+/// The genome recorded in a measurement's settings, if any.
+fn genome_of(settings: &str) -> Option<Genome> {
+    let value: serde_json::Value = serde_json::from_str(settings).ok()?;
+    serde_json::from_value(value.get("genome")?.clone()).ok()
+}
+
+/// The current UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to a (year, month, day) date (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// Where the tuning database is by default: `STRATA_DB`, else `strata.db` here.
+pub fn default_db_path() -> PathBuf {
+    std::env::var_os("STRATA_DB")
+        .map_or_else(|| Path::new("strata.db").to_path_buf(), PathBuf::from)
+}

@@ -1,0 +1,357 @@
+//! Measurement in a child process. Untrusted work (compiling and running a candidate) happens in
+//! a worker: a process that reads one JSON request per line on stdin and answers one JSON line
+//! on stdout. A candidate that crashes the worker, hangs it or gives a wrong answer becomes a
+//! recorded outcome, and the tuner starts a new worker and goes on.
+//!
+//! Any program can be a worker: it calls `run_worker_if_requested()` first thing in `main`, which
+//! takes over when the environment variable `STRATA_WORKER` is set (the `strata` binary does).
+//!
+//! For tests, `STRATA_WORKER_FAULT=kind:text[,kind:text]` makes the worker misbehave on
+//! candidates whose schedule text contains `text`: `crash` aborts the process, `hang` loops
+//! forever, `wrong` corrupts the answer.
+
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+use strata_dsl::random::{agree, random_args};
+use strata_dsl::{Buffer, Dtype, Pipeline};
+
+/// The environment variable that turns a program into a worker.
+pub const WORKER_ENV: &str = "STRATA_WORKER";
+/// The test-only fault switch.
+pub const FAULT_ENV: &str = "STRATA_WORKER_FAULT";
+
+/// What a worker needs once: the kernel, the shape, the inputs' seed, the expected answer.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Setup {
+    pub kernel_source: String,
+    pub kernel_name: String,
+    pub sizes: Vec<(String, usize)>,
+    pub seed: u64,
+    pub threads: usize,
+    /// Where the reference output is: `<path>.bin` (bytes) and its dtype and shape here.
+    pub expected_path: PathBuf,
+    /// The element type's name (`f32`, ...).
+    pub expected_dtype: String,
+    pub expected_shape: Vec<usize>,
+    pub tolerance: f64,
+    /// Time repetitions for at least this long.
+    pub min_time_s: f64,
+}
+
+/// One candidate to measure.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Request {
+    pub schedule: String,
+    /// Stop timing early when the first run is this many seconds or slower (a candidate far
+    /// slower than the best so far).
+    pub cutoff_s: Option<f64>,
+}
+
+/// What measuring a candidate gave.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Outcome {
+    Timed {
+        median_s: f64,
+        min_s: f64,
+        max_s: f64,
+        runs: u32,
+        compile_s: f64,
+    },
+    /// Lowering or code generation refused the schedule.
+    CompileError(String),
+    /// The compiled kernel refused the input (a `round_up` schedule reading past it).
+    Refused(String),
+    WrongAnswer(String),
+    /// The worker died (signal or exit status).
+    Crash(String),
+    /// No answer within the time limit; the worker was killed.
+    Timeout(String),
+}
+
+/// Runs the worker loop and exits, if this process was started as a worker.
+pub fn run_worker_if_requested() {
+    if std::env::var_os(WORKER_ENV).is_none() {
+        return;
+    }
+    let code = match worker_loop() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("strata worker: {e}");
+            2
+        }
+    };
+    std::process::exit(code);
+}
+
+fn worker_loop() -> Result<(), String> {
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    let setup_line = lines.next().ok_or("no setup")?.map_err(|e| e.to_string())?;
+    let setup: Setup = serde_json::from_str(&setup_line).map_err(|e| e.to_string())?;
+    let state = WorkerState::new(&setup)?;
+    let faults = std::env::var(FAULT_ENV).unwrap_or_default();
+    let mut out = std::io::stdout().lock();
+    for line in lines {
+        let line = line.map_err(|e| e.to_string())?;
+        let request: Request = serde_json::from_str(&line).map_err(|e| e.to_string())?;
+        let outcome = state.measure(&request, &faults);
+        let text = serde_json::to_string(&outcome).map_err(|e| e.to_string())?;
+        writeln!(out, "{text}").map_err(|e| e.to_string())?;
+        out.flush().map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// A worker's fixed inputs.
+struct WorkerState {
+    pipeline: Pipeline,
+    sizes: Vec<(String, usize)>,
+    args: strata_dsl::Args,
+    expected: Buffer,
+    setup: Setup,
+}
+
+impl WorkerState {
+    fn new(setup: &Setup) -> Result<WorkerState, String> {
+        let pipeline = strata_dsl::parse_kernels(&setup.kernel_source, "kernel")
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .find(|k| k.name == setup.kernel_name)
+            .ok_or("kernel not found")?;
+        let sizes_map = setup.sizes.iter().cloned().collect();
+        let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(setup.seed);
+        let args = random_args(&pipeline, &sizes_map, &mut rng)?;
+        let bytes = std::fs::read(&setup.expected_path).map_err(|e| e.to_string())?;
+        let dtype = Dtype::from_name(&setup.expected_dtype).ok_or("bad expected dtype")?;
+        let expected = Buffer::from_bytes(dtype, &setup.expected_shape, &bytes)
+            .ok_or("bad expected output")?;
+        Ok(WorkerState {
+            pipeline,
+            sizes: setup.sizes.clone(),
+            args,
+            expected,
+            setup: setup.clone(),
+        })
+    }
+
+    fn measure(&self, request: &Request, faults: &str) -> Outcome {
+        let fault = fault_for(faults, &request.schedule);
+        if fault == Some("crash") {
+            std::process::abort();
+        }
+        if fault == Some("hang") {
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+        let schedule = match strata_scheduler::schedule::text::parse_schedule(&request.schedule) {
+            Ok(s) => s,
+            Err(e) => return Outcome::CompileError(e.message),
+        };
+        let start = Instant::now();
+        let kernel = match compile(&self.pipeline, &schedule, &self.sizes) {
+            Ok(k) => k,
+            Err(e) => return Outcome::CompileError(e),
+        };
+        let compile_s = start.elapsed().as_secs_f64();
+        let mut got = match kernel.run(&self.args, self.setup.threads) {
+            Ok(b) => b,
+            Err(e) => return Outcome::Refused(e.to_string()),
+        };
+        if fault == Some("wrong") {
+            corrupt(&mut got);
+        }
+        if let Err(e) = agree(&got, &self.expected, self.setup.tolerance) {
+            return Outcome::WrongAnswer(e);
+        }
+        self.time(&kernel, request.cutoff_s, compile_s)
+    }
+
+    /// One warm-up run, then repetitions for at least `min_time` (at least 3), unless the first
+    /// timed run is already past the cutoff.
+    fn time(
+        &self,
+        kernel: &strata_jit::CompiledKernel,
+        cutoff_s: Option<f64>,
+        compile_s: f64,
+    ) -> Outcome {
+        let _ = kernel.run(&self.args, self.setup.threads);
+        let start = Instant::now();
+        let mut times = Vec::new();
+        while times.len() < 3 || start.elapsed().as_secs_f64() < self.setup.min_time_s {
+            let t = Instant::now();
+            let _ = kernel.run(&self.args, self.setup.threads);
+            times.push(t.elapsed().as_secs_f64());
+            if times.len() == 1 && cutoff_s.is_some_and(|c| times[0] > c) {
+                break;
+            }
+            if times.len() >= 10_000 {
+                break;
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        Outcome::Timed {
+            median_s: times[times.len() / 2],
+            min_s: times[0],
+            max_s: times[times.len() - 1],
+            runs: times.len() as u32,
+            compile_s,
+        }
+    }
+}
+
+fn compile(
+    pipeline: &Pipeline,
+    schedule: &strata_scheduler::Schedule,
+    sizes: &[(String, usize)],
+) -> Result<strata_jit::CompiledKernel, String> {
+    let lowered = strata_scheduler::lower::lower(pipeline, schedule).map_err(|e| e.to_string())?;
+    let fixed: Vec<(String, i64)> = sizes.iter().map(|(n, v)| (n.clone(), *v as i64)).collect();
+    let lowered =
+        strata_scheduler::lower::specialize(&lowered, &fixed).map_err(|e| e.to_string())?;
+    strata_jit::CompiledKernel::new(&lowered, &strata_jit::CodegenOptions::default())
+        .map_err(|e| e.to_string())
+}
+
+fn fault_for<'a>(faults: &'a str, schedule: &str) -> Option<&'a str> {
+    faults
+        .split(',')
+        .filter_map(|f| f.split_once(':'))
+        .find(|(_, text)| !text.is_empty() && schedule.contains(text))
+        .map(|(kind, _)| kind)
+}
+
+fn corrupt(b: &mut Buffer) {
+    if let Some(v) = b.get_flat(0) {
+        let changed = strata_dsl::Value::binary(
+            strata_dsl::BinOp::Add,
+            v,
+            strata_dsl::Value::I64(1).cast(v.dtype()),
+        )
+        .unwrap_or(v);
+        b.set_flat(0, changed);
+    }
+}
+
+/// How to start a worker: a program (by default this one) with `STRATA_WORKER` set.
+#[derive(Clone, Debug)]
+pub struct WorkerCommand {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+impl WorkerCommand {
+    /// This program as a worker (it must call `run_worker_if_requested`).
+    pub fn current_exe() -> std::io::Result<WorkerCommand> {
+        Ok(WorkerCommand {
+            program: std::env::current_exe()?,
+            args: Vec::new(),
+            env: Vec::new(),
+        })
+    }
+}
+
+/// A running worker, seen from the tuner.
+pub struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    answers: Receiver<String>,
+}
+
+impl Worker {
+    /// Starts a worker and sends it the setup.
+    pub fn start(command: &WorkerCommand, setup: &Setup) -> Result<Worker, String> {
+        let mut cmd = Command::new(&command.program);
+        cmd.args(&command.args)
+            .env(WORKER_ENV, "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in &command.env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start a worker ({}): {e}", command.program.display()))?;
+        let stdin = child.stdin.take().ok_or("worker has no stdin")?;
+        let stdout = child.stdout.take().ok_or("worker has no stdout")?;
+        let (send, answers) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut worker = Worker {
+            child,
+            stdin,
+            answers,
+        };
+        let line = serde_json::to_string(setup).map_err(|e| e.to_string())?;
+        worker.send(&line)?;
+        Ok(worker)
+    }
+
+    fn send(&mut self, line: &str) -> Result<(), String> {
+        writeln!(self.stdin, "{line}")
+            .and_then(|()| self.stdin.flush())
+            .map_err(|e| e.to_string())
+    }
+
+    /// Measures one candidate. `Err` means this worker is gone (crashed or killed) and the
+    /// outcome says why; start a new one.
+    pub fn measure(&mut self, request: &Request, timeout: Duration) -> Result<Outcome, Outcome> {
+        let line =
+            serde_json::to_string(request).map_err(|e| Outcome::CompileError(e.to_string()))?;
+        if self.send(&line).is_err() {
+            return Err(Outcome::Crash(self.exit_status()));
+        }
+        match self.answers.recv_timeout(timeout) {
+            Ok(answer) => serde_json::from_str(&answer)
+                .map_err(|e| Outcome::Crash(format!("garbled answer: {e}"))),
+            Err(RecvTimeoutError::Timeout) => {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                Err(Outcome::Timeout(format!(
+                    "no answer within {:.1} s",
+                    timeout.as_secs_f64()
+                )))
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(Outcome::Crash(self.exit_status())),
+        }
+    }
+
+    fn exit_status(&mut self) -> String {
+        match self.child.wait() {
+            Ok(status) => describe_exit(status),
+            Err(e) => e.to_string(),
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[cfg(unix)]
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status.signal() {
+        Some(signal) => format!("killed by signal {signal}"),
+        None => format!("exited with {status}"),
+    }
+}
+
+#[cfg(not(unix))]
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    format!("exited with {status}")
+}

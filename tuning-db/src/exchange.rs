@@ -1,0 +1,261 @@
+//! Export and import as JSON lines, so tuning done on one machine serves another.
+//!
+//! The stream is a header line, then every run, then every measurement:
+//!
+//! ```text
+//! {"record":"header","format":"strata-tuning-db","version":1}
+//! {"record":"run","uid":"…","start":{"key":{…},…},"ended_at":"…","stop_reason":"…"}
+//! {"record":"measurement","run_uid":"…","measurement":{"trial":0,…}}
+//! ```
+//!
+//! Measurements name their run by its uid, never by a row id, so importing the same
+//! stream twice adds nothing the second time.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+
+use rusqlite::{named_params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+use serde::{Deserialize, Serialize};
+
+use crate::db::Db;
+use crate::error::DbError;
+use crate::model::{Measurement, Run};
+use crate::query::{measurement_from_row, run_from_row, MEASUREMENT_COLUMNS, RUN_COLUMNS};
+use crate::records::{insert_measurement_if_new, insert_run_row, to_i64, RunValues};
+
+/// The `format` of an export stream's header.
+pub const EXPORT_FORMAT: &str = "strata-tuning-db";
+
+/// The newest export format version this build writes and reads.
+pub const EXPORT_VERSION: u32 = 1;
+
+/// One line of an export stream.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+enum Line {
+    /// The first line: what the stream is.
+    Header {
+        /// Always [`EXPORT_FORMAT`].
+        format: String,
+        /// The format version.
+        version: u32,
+    },
+    /// A run.
+    Run(Run),
+    /// A measurement of a run named by uid.
+    Measurement(MeasurementLine),
+}
+
+/// A measurement with its run's uid.
+#[derive(Debug, Serialize, Deserialize)]
+struct MeasurementLine {
+    /// The uid of the measurement's run.
+    run_uid: String,
+    /// The measurement.
+    measurement: Measurement,
+}
+
+/// Writes one JSON line.
+fn write_line(out: &mut dyn Write, line: &Line) -> Result<(), DbError> {
+    serde_json::to_writer(&mut *out, line).map_err(std::io::Error::from)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+impl Db {
+    /// Writes every run, then every measurement, as JSON lines after a header; returns
+    /// the number of records written (header not counted). Reads one consistent snapshot.
+    pub fn export(&self, out: &mut dyn Write) -> Result<u64, DbError> {
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Deferred)
+            .map_err(|e| self.err(e))?;
+        let header = Line::Header {
+            format: EXPORT_FORMAT.into(),
+            version: EXPORT_VERSION,
+        };
+        write_line(out, &header)?;
+        let runs = self.export_runs(&tx, out)?;
+        let measurements = self.export_measurements(&tx, out)?;
+        tx.commit().map_err(|e| self.err(e))?;
+        out.flush()?;
+        Ok(runs + measurements)
+    }
+
+    /// Writes every run in insertion order; returns how many.
+    fn export_runs(&self, conn: &Connection, out: &mut dyn Write) -> Result<u64, DbError> {
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs r ORDER BY r.id");
+        let mut stmt = conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let rows = stmt.query_map([], run_from_row).map_err(|e| self.err(e))?;
+        let mut n = 0;
+        for run in rows {
+            write_line(out, &Line::Run(run.map_err(|e| self.err(e))?))?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Writes every measurement in insertion order; returns how many.
+    fn export_measurements(&self, conn: &Connection, out: &mut dyn Write) -> Result<u64, DbError> {
+        let sql = format!(
+            "SELECT {MEASUREMENT_COLUMNS}, r.uid FROM measurements m
+             JOIN runs r ON m.run_id = r.id ORDER BY m.id"
+        );
+        let mut stmt = conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |row| {
+                Ok(MeasurementLine {
+                    measurement: measurement_from_row(row, 0)?,
+                    run_uid: row.get(13)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        let mut n = 0;
+        for line in rows {
+            write_line(out, &Line::Measurement(line.map_err(|e| self.err(e))?))?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Imports an export stream in one transaction; returns the number of records that
+    /// were new. Records already present (same run uid; same run, trial, schedule hash
+    /// and re-measured flag) are skipped, so importing twice adds nothing. A malformed
+    /// line fails the whole import ([`DbError::Import`]) and nothing is imported.
+    pub fn import(&self, input: &mut dyn BufRead) -> Result<u64, DbError> {
+        let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
+        let mut importer = Importer {
+            db: self,
+            conn: &tx,
+            run_ids: HashMap::new(),
+            added: 0,
+        };
+        importer.read_all(input)?;
+        let added = importer.added;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(added)
+    }
+}
+
+/// The state of one import.
+struct Importer<'a> {
+    /// The database, for error mapping.
+    db: &'a Db,
+    /// The import's transaction.
+    conn: &'a Connection,
+    /// Run uid → local row id, for runs seen so far.
+    run_ids: HashMap<String, i64>,
+    /// Records newly inserted.
+    added: u64,
+}
+
+impl Importer<'_> {
+    /// Reads and applies every line; the first non-blank one must be the header.
+    fn read_all(&mut self, input: &mut dyn BufRead) -> Result<(), DbError> {
+        let mut text = String::new();
+        let mut number = 0u64;
+        let mut seen_header = false;
+        loop {
+            text.clear();
+            if input.read_line(&mut text)? == 0 {
+                break;
+            }
+            number += 1;
+            if text.trim().is_empty() {
+                continue;
+            }
+            let line: Line = serde_json::from_str(&text).map_err(|e| bad(number, e.to_string()))?;
+            self.apply(number, line, &mut seen_header)?;
+        }
+        if !seen_header {
+            return Err(bad(number.max(1), "empty stream: no header line".into()));
+        }
+        Ok(())
+    }
+
+    /// Applies one parsed line.
+    fn apply(&mut self, number: u64, line: Line, seen_header: &mut bool) -> Result<(), DbError> {
+        match (line, *seen_header) {
+            (Line::Header { format, version }, false) => {
+                check_header(number, &format, version)?;
+                *seen_header = true;
+                Ok(())
+            }
+            (Line::Header { .. }, true) => Err(bad(number, "a second header line".into())),
+            (_, false) => Err(bad(
+                number,
+                format!("the stream does not start with a {EXPORT_FORMAT} header line"),
+            )),
+            (Line::Run(run), true) => self.import_run(&run),
+            (Line::Measurement(m), true) => self.import_measurement(number, &m),
+        }
+    }
+
+    /// Inserts a run unless its uid is present (then fills in an end it lacked).
+    fn import_run(&mut self, run: &Run) -> Result<(), DbError> {
+        let values = RunValues::new(&run.start)?;
+        let (end, reason) = (run.ended_at.as_deref(), run.stop_reason.as_deref());
+        let err = |e| self.db.err(e);
+        self.added += insert_run_row(self.conn, &run.uid, &run.start, &values, end, reason)
+            .map_err(err)? as u64;
+        self.conn
+            .execute(
+                "UPDATE runs SET ended_at = coalesce(ended_at, :e),
+                     stop_reason = coalesce(stop_reason, :s) WHERE uid = :u",
+                named_params! { ":e": end, ":s": reason, ":u": run.uid },
+            )
+            .map_err(err)?;
+        Ok(())
+    }
+
+    /// Inserts a measurement unless present; its run must be in the stream or the db.
+    fn import_measurement(&mut self, number: u64, line: &MeasurementLine) -> Result<(), DbError> {
+        let run_id = self.run_id(number, &line.run_uid)?;
+        let m = &line.measurement;
+        let trial = to_i64("trial", m.trial)?;
+        let added =
+            insert_measurement_if_new(self.conn, run_id, trial, m).map_err(|e| self.db.err(e))?;
+        self.added += added as u64;
+        Ok(())
+    }
+
+    /// The local row id of the run with `uid`.
+    fn run_id(&mut self, number: u64, uid: &str) -> Result<i64, DbError> {
+        if let Some(id) = self.run_ids.get(uid) {
+            return Ok(*id);
+        }
+        let id: Option<i64> = self
+            .conn
+            .query_row("SELECT id FROM runs WHERE uid = ?1", [uid], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.db.err(e))?;
+        let id = id.ok_or_else(|| {
+            bad(
+                number,
+                format!("measurement of run {uid}, which is neither earlier in the stream nor in the database"),
+            )
+        })?;
+        self.run_ids.insert(uid.to_string(), id);
+        Ok(id)
+    }
+}
+
+/// Accepts only our format at a version this build reads.
+fn check_header(number: u64, format: &str, version: u32) -> Result<(), DbError> {
+    if format != EXPORT_FORMAT {
+        return Err(bad(
+            number,
+            format!("header format is `{format}`, expected `{EXPORT_FORMAT}`"),
+        ));
+    }
+    if version > EXPORT_VERSION {
+        return Err(bad(
+            number,
+            format!("export version {version} is newer than the version {EXPORT_VERSION} this build reads"),
+        ));
+    }
+    Ok(())
+}
+
+/// A [`DbError::Import`] at line `line`.
+fn bad(line: u64, detail: String) -> DbError {
+    DbError::Import { line, detail }
+}

@@ -1,0 +1,243 @@
+//! The rows the database stores and returns: keys, targets, runs, measurements,
+//! winners and report entries. All are plain serializable data.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The machine a tuning result is valid for.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Target {
+    /// The CPU model string, e.g. `AMD EPYC 7B13`.
+    pub cpu_model: String,
+    /// The CPU features the code may use, e.g. `avx2,fma`, in a canonical order.
+    pub features: String,
+    /// The number of threads the kernel runs on.
+    pub threads: u32,
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plural = if self.threads == 1 { "" } else { "s" };
+        write!(
+            f,
+            "<{}, [{}], {} thread{plural}>",
+            self.cpu_model, self.features, self.threads
+        )
+    }
+}
+
+/// What a tuning result is for: one kernel (by hash) at one shape on one target.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct TuningKey {
+    /// The hash of the kernel's canonical source; identifies the kernel.
+    pub kernel_hash: String,
+    /// The kernel's name, for people (not part of the identity).
+    pub kernel_name: String,
+    /// The shape, canonical: `K=256,M=256,N=256`, sorted by name (see [`canonical_shape`]).
+    pub shape: String,
+    /// The machine.
+    pub target: Target,
+}
+
+/// Formats shape bindings canonically: `name=value` pairs sorted by name, joined by commas.
+///
+/// ```
+/// let s = strata_tuning_db::canonical_shape([("N", 64), ("M", 128), ("K", 32)]);
+/// assert_eq!(s, "K=32,M=128,N=64");
+/// ```
+pub fn canonical_shape<I, S>(dims: I) -> String
+where
+    I: IntoIterator<Item = (S, u64)>,
+    S: AsRef<str>,
+{
+    let mut pairs: Vec<(String, u64)> = dims
+        .into_iter()
+        .map(|(name, value)| (name.as_ref().to_string(), value))
+        .collect();
+    pairs.sort();
+    let parts: Vec<String> = pairs.iter().map(|(n, v)| format!("{n}={v}")).collect();
+    parts.join(",")
+}
+
+/// Everything known when a tuning run starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewRun {
+    /// What is being tuned.
+    pub key: TuningKey,
+    /// The kernel's source text (the thing `key.kernel_hash` hashes).
+    pub kernel_source: String,
+    /// The strata version that ran the tuner.
+    pub strata_version: String,
+    /// The search strategy, e.g. `random`, `evolutionary`, `cost-model`.
+    pub strategy: String,
+    /// The search's seed.
+    pub seed: u64,
+    /// The trial budget, if any.
+    pub budget_trials: Option<u64>,
+    /// The time budget in seconds, if any.
+    pub budget_seconds: Option<f64>,
+    /// Floating-point operations per kernel call, when the kernel computes (for GFLOP/s).
+    pub float_ops: Option<u64>,
+    /// Bytes moved per kernel call (for GB/s).
+    pub bytes: u64,
+    /// When the run started, RFC 3339 UTC.
+    pub started_at: String,
+}
+
+/// A run as stored: what it started with and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// A random identifier, stable across export and import (unlike the row id).
+    pub uid: String,
+    /// What the run started with.
+    pub start: NewRun,
+    /// When it ended, RFC 3339 UTC; `None` while running or if it was killed.
+    pub ended_at: Option<String>,
+    /// Why it stopped (budget spent, interrupted, …); `None` while running or if it was killed.
+    pub stop_reason: Option<String>,
+}
+
+/// The outcome of measuring one candidate schedule.
+///
+/// Stored as a kind column (`ok`, `compile_error`, `crash`, `timeout`, `wrong_answer`,
+/// `refused`) and a detail column.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+pub enum Status {
+    /// Compiled, ran, gave the reference answer, and was timed.
+    Ok,
+    /// The schedule did not compile; the compiler's message.
+    CompileError(String),
+    /// The measuring process died; the signal or message.
+    Crash(String),
+    /// Ran past its time limit; the phase (compile, check, time).
+    Timeout(String),
+    /// Ran but its output differed from the reference; how.
+    WrongAnswer(String),
+    /// Refused before running (invalid schedule, over a resource limit); why.
+    Refused(String),
+}
+
+impl Status {
+    /// Every kind, in the order reports list them.
+    pub const KINDS: [&'static str; 6] = [
+        "ok",
+        "compile_error",
+        "crash",
+        "timeout",
+        "wrong_answer",
+        "refused",
+    ];
+
+    /// The kind as stored in the `status` column.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::CompileError(_) => "compile_error",
+            Status::Crash(_) => "crash",
+            Status::Timeout(_) => "timeout",
+            Status::WrongAnswer(_) => "wrong_answer",
+            Status::Refused(_) => "refused",
+        }
+    }
+
+    /// The detail as stored in the `status_detail` column (`None` for [`Status::Ok`]).
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            Status::Ok => None,
+            Status::CompileError(d)
+            | Status::Crash(d)
+            | Status::Timeout(d)
+            | Status::WrongAnswer(d)
+            | Status::Refused(d) => Some(d),
+        }
+    }
+
+    /// Rebuilds a status from its stored kind and detail; `None` for an unknown kind.
+    pub fn from_parts(kind: &str, detail: Option<String>) -> Option<Status> {
+        let d = detail.unwrap_or_default();
+        Some(match kind {
+            "ok" => Status::Ok,
+            "compile_error" => Status::CompileError(d),
+            "crash" => Status::Crash(d),
+            "timeout" => Status::Timeout(d),
+            "wrong_answer" => Status::WrongAnswer(d),
+            "refused" => Status::Refused(d),
+            _ => return None,
+        })
+    }
+
+    /// Whether this is [`Status::Ok`].
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Status::Ok)
+    }
+}
+
+/// One measured candidate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// The trial number within its run.
+    pub trial: u64,
+    /// The schedule, as text.
+    pub schedule: String,
+    /// The hash of the schedule's canonical form; what resume skips by.
+    pub schedule_hash: String,
+    /// The outcome.
+    pub status: Status,
+    /// Median time per call in seconds (for [`Status::Ok`]).
+    pub median_s: Option<f64>,
+    /// Fastest timed call in seconds.
+    pub min_s: Option<f64>,
+    /// Slowest timed call in seconds.
+    pub max_s: Option<f64>,
+    /// How many timed calls the statistics cover.
+    pub runs: u32,
+    /// The measurement settings (warm-up, repetitions, timeouts) as JSON.
+    pub settings: String,
+    /// This is the default schedule's measurement (the speedup baseline).
+    pub is_default: bool,
+    /// This is a final re-measurement in a fresh process (preferred for winners).
+    pub remeasured: bool,
+    /// When it was measured, RFC 3339 UTC.
+    pub measured_at: String,
+}
+
+/// The best schedule for exactly one [`TuningKey`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Winner {
+    /// The winning measurement (its `schedule` is what to compile).
+    pub measurement: Measurement,
+    /// The run that measured it.
+    pub run_id: i64,
+}
+
+/// What `strata report` shows for one (kernel hash, shape, target).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportEntry {
+    /// The kernel, shape and target (the name is the latest run's).
+    pub key: TuningKey,
+    /// Number of runs for this key.
+    pub runs: u64,
+    /// Number of candidates measured in the search (re-measurements not counted).
+    pub trials: u64,
+    /// Number of failed search measurements by status kind (e.g. `crash` → 2); kinds with none are absent.
+    pub failures: BTreeMap<String, u64>,
+    /// The default schedule's median in seconds (its fastest `ok` measurement, re-measured preferred).
+    pub default_median_s: Option<f64>,
+    /// The best median in seconds (as [`crate::Db::best`] picks it).
+    pub best_median_s: Option<f64>,
+    /// The best schedule's text.
+    pub best_schedule: Option<String>,
+    /// The best schedule's hash.
+    pub best_schedule_hash: Option<String>,
+    /// `default_median_s / best_median_s`, when both are known.
+    pub speedup: Option<f64>,
+    /// Floating-point operations per call (from the latest run).
+    pub float_ops: Option<u64>,
+    /// Bytes moved per call (from the latest run).
+    pub bytes: u64,
+    /// `(trial, median_s)` of every `ok` search measurement, in order (runs by start, then trial).
+    pub series: Vec<(u64, f64)>,
+}

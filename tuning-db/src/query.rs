@@ -1,0 +1,301 @@
+//! Reading for the tuner and for programs: what was measured, the best so far, and
+//! winner lookups that explain a miss.
+
+use std::collections::HashSet;
+
+use rusqlite::types::Type;
+use rusqlite::{named_params, Connection, OptionalExtension, Row, ToSql};
+
+use crate::db::Db;
+use crate::error::{DbError, Miss};
+use crate::model::{Measurement, NewRun, Run, Status, Target, TuningKey, Winner};
+
+/// The condition selecting the runs (alias `r`) of one key; bind with [`key_params`].
+pub(crate) const KEY_WHERE: &str = "r.kernel_hash = :kernel_hash AND r.shape = :shape \
+     AND r.cpu_model = :cpu_model AND r.features = :features AND r.threads = :threads";
+
+/// The named parameters of [`KEY_WHERE`].
+pub(crate) fn key_params(key: &TuningKey) -> [(&'static str, &dyn ToSql); 5] {
+    [
+        (":kernel_hash", &key.kernel_hash),
+        (":shape", &key.shape),
+        (":cpu_model", &key.target.cpu_model),
+        (":features", &key.target.features),
+        (":threads", &key.target.threads),
+    ]
+}
+
+/// The measurement columns (alias `m`) that [`measurement_from_row`] reads, in order.
+pub(crate) const MEASUREMENT_COLUMNS: &str = "m.trial, m.schedule, m.schedule_hash, m.status, \
+     m.status_detail, m.median_s, m.min_s, m.max_s, m.runs, m.settings, m.is_default, \
+     m.remeasured, m.measured_at";
+
+/// Reads a non-negative integer column as `u64`.
+pub(crate) fn get_u64(row: &Row<'_>, idx: usize) -> rusqlite::Result<u64> {
+    let v: i64 = row.get(idx)?;
+    u64::try_from(v).map_err(|_| rusqlite::Error::IntegralValueOutOfRange(idx, v))
+}
+
+/// Reads an optional non-negative integer column as `u64`.
+pub(crate) fn get_opt_u64(row: &Row<'_>, idx: usize) -> rusqlite::Result<Option<u64>> {
+    let v: Option<i64> = row.get(idx)?;
+    v.map(|v| u64::try_from(v).map_err(|_| rusqlite::Error::IntegralValueOutOfRange(idx, v)))
+        .transpose()
+}
+
+/// Builds a [`Measurement`] from [`MEASUREMENT_COLUMNS`] starting at column `at`.
+pub(crate) fn measurement_from_row(row: &Row<'_>, at: usize) -> rusqlite::Result<Measurement> {
+    let kind: String = row.get(at + 3)?;
+    let status = Status::from_parts(&kind, row.get(at + 4)?).ok_or_else(|| {
+        let why = format!("unknown measurement status `{kind}`");
+        rusqlite::Error::FromSqlConversionFailure(at + 3, Type::Text, why.into())
+    })?;
+    Ok(Measurement {
+        trial: get_u64(row, at)?,
+        schedule: row.get(at + 1)?,
+        schedule_hash: row.get(at + 2)?,
+        status,
+        median_s: row.get(at + 5)?,
+        min_s: row.get(at + 6)?,
+        max_s: row.get(at + 7)?,
+        runs: row.get(at + 8)?,
+        settings: row.get(at + 9)?,
+        is_default: row.get(at + 10)?,
+        remeasured: row.get(at + 11)?,
+        measured_at: row.get(at + 12)?,
+    })
+}
+
+/// The runs columns (alias `r`) that [`run_from_row`] reads, in order.
+pub(crate) const RUN_COLUMNS: &str =
+    "r.uid, r.kernel_hash, r.kernel_name, r.kernel_source, r.shape, \
+     r.cpu_model, r.features, r.threads, r.strata_version, r.strategy, r.seed, \
+     r.budget_trials, r.budget_seconds, r.float_ops, r.bytes, r.started_at, r.ended_at, \
+     r.stop_reason";
+
+/// Builds a [`Run`] from [`RUN_COLUMNS`].
+pub(crate) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<Run> {
+    let key = TuningKey {
+        kernel_hash: row.get(1)?,
+        kernel_name: row.get(2)?,
+        shape: row.get(4)?,
+        target: Target {
+            cpu_model: row.get(5)?,
+            features: row.get(6)?,
+            threads: row.get(7)?,
+        },
+    };
+    let start = NewRun {
+        key,
+        kernel_source: row.get(3)?,
+        strata_version: row.get(8)?,
+        strategy: row.get(9)?,
+        seed: row.get::<_, i64>(10)? as u64,
+        budget_trials: get_opt_u64(row, 11)?,
+        budget_seconds: row.get(12)?,
+        float_ops: get_opt_u64(row, 13)?,
+        bytes: get_u64(row, 14)?,
+        started_at: row.get(15)?,
+    };
+    Ok(Run {
+        uid: row.get(0)?,
+        start,
+        ended_at: row.get(16)?,
+        stop_reason: row.get(17)?,
+    })
+}
+
+/// The best `ok` measurement among the rows `filter` (on alias `m`) selects for `key`:
+/// re-measured rows first, then fastest median; ties by run start, run uid, trial.
+pub(crate) fn best_where(
+    conn: &Connection,
+    key: &TuningKey,
+    filter: &str,
+) -> rusqlite::Result<Option<(Measurement, i64)>> {
+    let sql = format!(
+        "SELECT {MEASUREMENT_COLUMNS}, r.id FROM measurements m JOIN runs r ON m.run_id = r.id
+         WHERE {KEY_WHERE} AND m.status = 'ok' AND m.median_s IS NOT NULL AND ({filter})
+         ORDER BY m.remeasured DESC, m.median_s ASC, r.started_at, r.uid, m.trial LIMIT 1"
+    );
+    conn.query_row(&sql, &key_params(key)[..], |row| {
+        Ok((measurement_from_row(row, 0)?, row.get(13)?))
+    })
+    .optional()
+}
+
+impl Db {
+    /// The hashes of every schedule measured for `key` in any run, whatever its status,
+    /// so a resumed tuner measures none of them again.
+    pub fn measured_hashes(&self, key: &TuningKey) -> Result<HashSet<String>, DbError> {
+        let sql = format!(
+            "SELECT DISTINCT m.schedule_hash FROM measurements m JOIN runs r ON m.run_id = r.id
+             WHERE {KEY_WHERE}"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(&key_params(key)[..], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<_>>()
+            .map_err(|e| self.err(e))
+    }
+
+    /// The fastest `ok` measurement for `key` with its run id; when any re-measured
+    /// (fresh-process) rows exist, only those compete.
+    pub fn best(&self, key: &TuningKey) -> Result<Option<(Measurement, i64)>, DbError> {
+        best_where(&self.conn, key, "1").map_err(|e| self.err(e))
+    }
+
+    /// The highest trial number recorded for `key` in any run, so a resumed tuner can
+    /// number its trials on from there.
+    pub fn max_trial(&self, key: &TuningKey) -> Result<Option<u64>, DbError> {
+        let sql = format!(
+            "SELECT max(m.trial) FROM measurements m JOIN runs r ON m.run_id = r.id
+             WHERE {KEY_WHERE}"
+        );
+        self.conn
+            .query_row(&sql, &key_params(key)[..], |r| get_opt_u64(r, 0))
+            .map_err(|e| self.err(e))
+    }
+
+    /// Every run with its id, in the order they were started in this file.
+    pub fn runs(&self) -> Result<Vec<(i64, Run)>, DbError> {
+        let sql = format!("SELECT {RUN_COLUMNS}, r.id FROM runs r ORDER BY r.id");
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |row| Ok((row.get(18)?, run_from_row(row)?)))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<_>>()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Every measurement of run `run_id`, in the order they were recorded.
+    pub fn measurements(&self, run_id: i64) -> Result<Vec<Measurement>, DbError> {
+        let sql = format!(
+            "SELECT {MEASUREMENT_COLUMNS} FROM measurements m WHERE m.run_id = ?1 ORDER BY m.id"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([run_id], |row| measurement_from_row(row, 0))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<_>>()
+            .map_err(|e| self.err(e))
+    }
+
+    /// The best schedule for exactly `key` (kernel hash, shape and target).
+    ///
+    /// On a miss, says which part differed: the kernel (and whether its name was tuned
+    /// under other hashes), the shape (listing the tuned shapes), the target (listing the
+    /// tuned targets), or that nothing measured for the key succeeded.
+    pub fn winner(&self, key: &TuningKey) -> Result<Winner, Miss> {
+        if let Some((measurement, run_id)) = self.best(key)? {
+            return Ok(Winner {
+                measurement,
+                run_id,
+            });
+        }
+        Err(self.explain_miss(key)?)
+    }
+
+    /// Works out why `key` has no winner.
+    fn explain_miss(&self, key: &TuningKey) -> Result<Miss, DbError> {
+        let name = key.kernel_name.clone();
+        let shapes = self.strings(
+            "SELECT DISTINCT shape FROM runs WHERE kernel_hash = :h ORDER BY shape",
+            named_params! { ":h": key.kernel_hash },
+        )?;
+        if shapes.is_empty() {
+            let other_hashes = self.strings(
+                "SELECT DISTINCT kernel_hash FROM runs WHERE kernel_name = :n ORDER BY kernel_hash",
+                named_params! { ":n": key.kernel_name },
+            )?;
+            return Ok(Miss::Kernel {
+                kernel_name: name,
+                kernel_hash: key.kernel_hash.clone(),
+                other_hashes,
+            });
+        }
+        if !shapes.contains(&key.shape) {
+            return Ok(Miss::Shape {
+                kernel_name: name,
+                shape: key.shape.clone(),
+                tuned_shapes: shapes,
+            });
+        }
+        let targets = self.targets_for(&key.kernel_hash, &key.shape)?;
+        if !targets.contains(&key.target) {
+            return Ok(Miss::Target {
+                kernel_name: name,
+                shape: key.shape.clone(),
+                target: key.target.clone(),
+                tuned_targets: targets,
+            });
+        }
+        Ok(Miss::NoSuccess {
+            kernel_name: name,
+            shape: key.shape.clone(),
+            target: key.target.clone(),
+            measured: self.measurement_count(key)?,
+        })
+    }
+
+    /// The targets that `kernel_hash` was tuned on at `shape`.
+    fn targets_for(&self, kernel_hash: &str, shape: &str) -> Result<Vec<Target>, DbError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT DISTINCT cpu_model, features, threads FROM runs
+                 WHERE kernel_hash = :h AND shape = :s ORDER BY cpu_model, features, threads",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(named_params! { ":h": kernel_hash, ":s": shape }, |r| {
+                Ok(Target {
+                    cpu_model: r.get(0)?,
+                    features: r.get(1)?,
+                    threads: r.get(2)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<_>>()
+            .map_err(|e| self.err(e))
+    }
+
+    /// How many measurements `key` has, any status.
+    fn measurement_count(&self, key: &TuningKey) -> Result<u64, DbError> {
+        let sql = format!(
+            "SELECT count(*) FROM measurements m JOIN runs r ON m.run_id = r.id WHERE {KEY_WHERE}"
+        );
+        self.conn
+            .query_row(&sql, &key_params(key)[..], |r| get_u64(r, 0))
+            .map_err(|e| self.err(e))
+    }
+
+    /// The first column of every row of `sql`, as strings.
+    pub(crate) fn strings(
+        &self,
+        sql: &str,
+        params: &[(&str, &dyn ToSql)],
+    ) -> Result<Vec<String>, DbError> {
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params, |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<_>>()
+            .map_err(|e| self.err(e))
+    }
+
+    /// `PRAGMA integrity_check`: `"ok"` for a sound file, otherwise SQLite's findings, one per line.
+    pub fn integrity_check(&self) -> Result<String, DbError> {
+        let mut stmt = self
+            .conn
+            .prepare("PRAGMA integrity_check")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(|e| self.err(e))?;
+        let lines: Vec<String> = rows
+            .collect::<rusqlite::Result<_>>()
+            .map_err(|e| self.err(e))?;
+        Ok(lines.join("\n"))
+    }
+}

@@ -1,0 +1,138 @@
+//! The report: one entry per (kernel hash, shape, target) with the default and best
+//! times, speedup, failures by kind and the series of measured times.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{named_params, Connection};
+
+use crate::db::Db;
+use crate::error::DbError;
+use crate::model::{ReportEntry, Target, TuningKey};
+use crate::query::{best_where, get_opt_u64, get_u64, key_params, KEY_WHERE};
+
+impl Db {
+    /// One entry per (kernel hash, shape, target), sorted by kernel name, shape, target.
+    ///
+    /// `kernel_filter` keeps only kernels whose name equals it or whose hash starts with it.
+    pub fn report(&self, kernel_filter: Option<&str>) -> Result<Vec<ReportEntry>, DbError> {
+        let keys = self.keys(kernel_filter)?;
+        let mut entries = keys
+            .iter()
+            .map(|key| report_entry(&self.conn, key).map_err(|e| self.err(e)))
+            .collect::<Result<Vec<_>, _>>()?;
+        entries.sort_by(|a, b| sort_key(&a.key).cmp(&sort_key(&b.key)));
+        Ok(entries)
+    }
+
+    /// Every distinct key in the runs table (kernel name from one of its runs; the
+    /// entry replaces it with the latest run's).
+    fn keys(&self, kernel_filter: Option<&str>) -> Result<Vec<TuningKey>, DbError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT DISTINCT kernel_hash, shape, cpu_model, features, threads FROM runs
+                 WHERE :f IS NULL OR kernel_name = :f OR substr(kernel_hash, 1, length(:f)) = :f",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(named_params! { ":f": kernel_filter }, |r| {
+                Ok(TuningKey {
+                    kernel_hash: r.get(0)?,
+                    kernel_name: String::new(),
+                    shape: r.get(1)?,
+                    target: Target {
+                        cpu_model: r.get(2)?,
+                        features: r.get(3)?,
+                        threads: r.get(4)?,
+                    },
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<_>>()
+            .map_err(|e| self.err(e))
+    }
+}
+
+/// Report order: kernel name, shape, target, then hash.
+fn sort_key(key: &TuningKey) -> (&str, &str, &Target, &str) {
+    (&key.kernel_name, &key.shape, &key.target, &key.kernel_hash)
+}
+
+/// Builds the report entry of one key.
+fn report_entry(conn: &Connection, key: &TuningKey) -> rusqlite::Result<ReportEntry> {
+    let (kernel_name, float_ops, bytes) = latest_run_facts(conn, key)?;
+    let key = TuningKey {
+        kernel_name,
+        ..key.clone()
+    };
+    let best = best_where(conn, &key, "1")?;
+    let default = best_where(conn, &key, "m.is_default = 1")?;
+    let default_median_s = default.and_then(|(m, _)| m.median_s);
+    let best_median_s = best.as_ref().and_then(|(m, _)| m.median_s);
+    let speedup = match (default_median_s, best_median_s) {
+        (Some(d), Some(b)) if b > 0.0 => Some(d / b),
+        _ => None,
+    };
+    Ok(ReportEntry {
+        runs: count(conn, &key, "SELECT count(*) FROM runs r WHERE {KEY}")?,
+        trials: count(
+            conn,
+            &key,
+            "SELECT count(*) FROM measurements m JOIN runs r ON m.run_id = r.id \
+             WHERE {KEY} AND m.remeasured = 0",
+        )?,
+        failures: failures(conn, &key)?,
+        default_median_s,
+        best_median_s,
+        best_schedule: best.as_ref().map(|(m, _)| m.schedule.clone()),
+        best_schedule_hash: best.as_ref().map(|(m, _)| m.schedule_hash.clone()),
+        speedup,
+        float_ops,
+        bytes,
+        series: series(conn, &key)?,
+        key,
+    })
+}
+
+/// The kernel name, float ops and bytes of the key's latest run.
+fn latest_run_facts(
+    conn: &Connection,
+    key: &TuningKey,
+) -> rusqlite::Result<(String, Option<u64>, u64)> {
+    let sql = format!(
+        "SELECT r.kernel_name, r.float_ops, r.bytes FROM runs r WHERE {KEY_WHERE}
+         ORDER BY r.started_at DESC, r.uid DESC LIMIT 1"
+    );
+    conn.query_row(&sql, &key_params(key)[..], |r| {
+        Ok((r.get(0)?, get_opt_u64(r, 1)?, get_u64(r, 2)?))
+    })
+}
+
+/// Runs a `count(*)` query whose `{KEY}` is replaced by the key condition.
+fn count(conn: &Connection, key: &TuningKey, sql: &str) -> rusqlite::Result<u64> {
+    let sql = sql.replace("{KEY}", KEY_WHERE);
+    conn.query_row(&sql, &key_params(key)[..], |r| get_u64(r, 0))
+}
+
+/// Failed search measurements by status kind.
+fn failures(conn: &Connection, key: &TuningKey) -> rusqlite::Result<BTreeMap<String, u64>> {
+    let sql = format!(
+        "SELECT m.status, count(*) FROM measurements m JOIN runs r ON m.run_id = r.id
+         WHERE {KEY_WHERE} AND m.status != 'ok' AND m.remeasured = 0 GROUP BY m.status"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(&key_params(key)[..], |r| Ok((r.get(0)?, get_u64(r, 1)?)))?;
+    rows.collect()
+}
+
+/// `(trial, median_s)` of every `ok` search measurement: runs by start, then trial.
+fn series(conn: &Connection, key: &TuningKey) -> rusqlite::Result<Vec<(u64, f64)>> {
+    let sql = format!(
+        "SELECT m.trial, m.median_s FROM measurements m JOIN runs r ON m.run_id = r.id
+         WHERE {KEY_WHERE} AND m.status = 'ok' AND m.median_s IS NOT NULL AND m.remeasured = 0
+         ORDER BY r.started_at, r.uid, m.trial, m.schedule_hash"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(&key_params(key)[..], |r| Ok((get_u64(r, 0)?, r.get(1)?)))?;
+    rows.collect()
+}

@@ -1,0 +1,228 @@
+//! The schema, its version, and the migrations that bring an older file up to date.
+//!
+//! A strata database is recognised by its SQLite `application_id` ([`APPLICATION_ID`])
+//! and its `meta` table, which holds `schema_version`. Migration `n` takes a database
+//! from version `n - 1` to `n`; adding a schema change is adding one [`Migration`] to
+//! [`MIGRATIONS`].
+
+use rusqlite::{Connection, OptionalExtension};
+
+/// The SQLite `application_id` of a strata tuning database (`"STRA"` in ASCII).
+pub const APPLICATION_ID: i32 = 0x5354_5241;
+
+/// One step of the schema's history.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    /// The schema version this step produces.
+    pub version: i64,
+    /// The SQL that takes the previous version to this one.
+    pub sql: &'static str,
+}
+
+/// Version 1: runs, measurements and the meta table.
+const V1: &str = r#"
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE runs (
+    id             INTEGER PRIMARY KEY,
+    uid            TEXT NOT NULL UNIQUE,
+    kernel_hash    TEXT NOT NULL,
+    kernel_name    TEXT NOT NULL,
+    kernel_source  TEXT NOT NULL,
+    shape          TEXT NOT NULL,
+    cpu_model      TEXT NOT NULL,
+    features       TEXT NOT NULL,
+    threads        INTEGER NOT NULL,
+    strata_version TEXT NOT NULL,
+    strategy       TEXT NOT NULL,
+    seed           INTEGER NOT NULL,   -- the u64 seed's bits, as i64
+    budget_trials  INTEGER,
+    budget_seconds REAL,
+    float_ops      INTEGER,
+    bytes          INTEGER NOT NULL,
+    started_at     TEXT NOT NULL,
+    ended_at       TEXT,
+    stop_reason    TEXT
+);
+CREATE INDEX runs_by_key ON runs (kernel_hash, shape, cpu_model, features, threads);
+CREATE TABLE measurements (
+    id            INTEGER PRIMARY KEY,
+    run_id        INTEGER NOT NULL REFERENCES runs (id),
+    trial         INTEGER NOT NULL,
+    schedule      TEXT NOT NULL,
+    schedule_hash TEXT NOT NULL,
+    status        TEXT NOT NULL,
+    status_detail TEXT,
+    median_s      REAL,
+    min_s         REAL,
+    max_s         REAL,
+    runs          INTEGER NOT NULL,
+    settings      TEXT NOT NULL,
+    is_default    INTEGER NOT NULL,
+    remeasured    INTEGER NOT NULL,
+    measured_at   TEXT NOT NULL,
+    UNIQUE (run_id, trial, schedule_hash, remeasured)
+);
+CREATE INDEX measurements_by_schedule ON measurements (schedule_hash);
+INSERT INTO meta (key, value) VALUES ('schema_version', '0');
+"#;
+
+/// The schema's history, oldest first; versions are 1, 2, 3, … in order.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    sql: V1,
+}];
+
+/// The schema version this build writes: the last migration's.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;
+
+/// What a file holds, as far as opening it is concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FileKind {
+    /// A new or empty database: no tables, no application id.
+    Empty,
+    /// A strata database at this schema version.
+    Strata(i64),
+    /// Something else; the text says why.
+    Foreign(String),
+}
+
+/// Classifies the database behind `conn` without writing anything.
+pub(crate) fn classify(conn: &Connection) -> rusqlite::Result<FileKind> {
+    let app_id: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
+    let tables = table_names(conn)?;
+    if app_id == 0 && tables.is_empty() {
+        return Ok(FileKind::Empty);
+    }
+    if app_id != APPLICATION_ID {
+        return Ok(FileKind::Foreign(foreign_detail(app_id, &tables)));
+    }
+    match stored_version(conn)? {
+        Some(v) => Ok(FileKind::Strata(v)),
+        None => Ok(FileKind::Foreign(
+            "it has strata's application id but no schema_version in a meta table".into(),
+        )),
+    }
+}
+
+/// The names of the file's tables, sorted.
+fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt =
+        conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")?;
+    let names = stmt.query_map([], |r| r.get(0))?;
+    names.collect()
+}
+
+/// Why a file is foreign, for the error message.
+fn foreign_detail(app_id: i32, tables: &[String]) -> String {
+    let shown: Vec<&str> = tables.iter().take(8).map(String::as_str).collect();
+    let more = if tables.len() > 8 { ", …" } else { "" };
+    format!(
+        "application_id {app_id:#x}, expected {APPLICATION_ID:#x}; tables: {}{more}",
+        shown.join(", ")
+    )
+}
+
+/// The `schema_version` in the meta table, if there is a meta table holding one.
+fn stored_version(conn: &Connection) -> rusqlite::Result<Option<i64>> {
+    let has_meta: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_meta {
+        return Ok(None);
+    }
+    let text: Option<String> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(text.and_then(|t| t.parse().ok()))
+}
+
+/// Applies every migration newer than `from`, in order, and records the new version.
+///
+/// Runs inside the caller's transaction; returns the version reached.
+pub(crate) fn migrate(
+    conn: &Connection,
+    from: i64,
+    migrations: &[Migration],
+) -> rusqlite::Result<i64> {
+    let mut version = from;
+    for step in migrations.iter().filter(|m| m.version > from) {
+        conn.execute_batch(step.sql)?;
+        version = step.version;
+    }
+    if version != from {
+        conn.execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+            [version.to_string()],
+        )?;
+        conn.pragma_update(None, "application_id", APPLICATION_ID)?;
+    }
+    Ok(version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A trivial version 2, to exercise the mechanism.
+    const TEST_V2: Migration = Migration {
+        version: 2,
+        sql: "ALTER TABLE runs ADD COLUMN note TEXT; \
+              CREATE TABLE tags (run_id INTEGER REFERENCES runs (id), tag TEXT);",
+    };
+
+    #[test]
+    fn migrations_are_numbered_in_order() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version, i as i64 + 1);
+        }
+    }
+
+    #[test]
+    fn empty_database_is_classified_empty_then_strata() {
+        let conn = Connection::open_in_memory().unwrap();
+        assert_eq!(classify(&conn).unwrap(), FileKind::Empty);
+        assert_eq!(migrate(&conn, 0, MIGRATIONS).unwrap(), SCHEMA_VERSION);
+        assert_eq!(classify(&conn).unwrap(), FileKind::Strata(SCHEMA_VERSION));
+    }
+
+    #[test]
+    fn a_v1_database_migrates_to_v2_keeping_its_rows() {
+        let conn = Connection::open_in_memory().unwrap();
+        migrate(&conn, 0, &MIGRATIONS[..1]).unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (uid, kernel_hash, kernel_name, kernel_source, shape, cpu_model,
+                 features, threads, strata_version, strategy, seed, bytes, started_at)
+             VALUES ('u', 'h', 'k', 'src', 'M=1', 'cpu', '', 1, '0.1.0', 'random', 7, 8, 't')",
+        )
+        .unwrap();
+        let steps = [MIGRATIONS[0], TEST_V2];
+        assert_eq!(migrate(&conn, 1, &steps).unwrap(), 2);
+        assert_eq!(classify(&conn).unwrap(), FileKind::Strata(2));
+        let note: Option<String> = conn
+            .query_row("SELECT note FROM runs WHERE uid = 'u'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(note, None);
+        // Already at 2: nothing to do.
+        assert_eq!(migrate(&conn, 2, &steps).unwrap(), 2);
+    }
+
+    #[test]
+    fn a_table_without_our_application_id_is_foreign() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE photos (id INTEGER)")
+            .unwrap();
+        match classify(&conn).unwrap() {
+            FileKind::Foreign(why) => assert!(why.contains("photos"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
