@@ -54,6 +54,59 @@ pub fn compile(
     Ok(CompiledKernel::new(&lowered, &CodegenOptions::default())?)
 }
 
+/// Where the schedule `compile_tuned` used came from.
+#[derive(Clone, Debug)]
+pub enum TunedFrom {
+    /// The tuning database's winner for this kernel, shape and machine (its median time).
+    Winner {
+        schedule: Schedule,
+        median_s: Option<f64>,
+    },
+    /// No winner: the default schedule, and why (which part of the lookup differed).
+    Default { reason: String },
+}
+
+/// Compiles `pipeline` for `sizes` with the tuning database's winning schedule for this kernel,
+/// shape and machine (`threads` is part of the machine), or with the default schedule and a
+/// warning on stderr when the database has none.
+pub fn compile_tuned(
+    db: &tuning_db::Db,
+    pipeline: &Pipeline,
+    sizes: &[(&str, i64)],
+    threads: usize,
+) -> Result<(CompiledKernel, TunedFrom), CompileError> {
+    let shape = sizes
+        .iter()
+        .map(|(n, v)| (n.to_string(), (*v).max(0) as usize))
+        .collect();
+    let key = tuner::tune::tuning_key(pipeline, &shape, threads);
+    let from = match db.winner(&key) {
+        Ok(w) => match scheduler::schedule::text::parse_schedule(&w.measurement.schedule) {
+            Ok(schedule) => TunedFrom::Winner {
+                schedule,
+                median_s: w.measurement.median_s,
+            },
+            Err(e) => TunedFrom::Default {
+                reason: format!("the stored schedule does not parse: {}", e.message),
+            },
+        },
+        Err(miss) => TunedFrom::Default {
+            reason: miss.to_string(),
+        },
+    };
+    let schedule = match &from {
+        TunedFrom::Winner { schedule, .. } => schedule.clone(),
+        TunedFrom::Default { reason } => {
+            eprintln!(
+                "warning: using the default schedule for `{}`: {reason}",
+                pipeline.name
+            );
+            Schedule::new()
+        }
+    };
+    Ok((compile(pipeline, &schedule, sizes)?, from))
+}
+
 /// Used by the code `kernel!` expands to; not part of the public API.
 #[doc(hidden)]
 pub mod __macro_support {

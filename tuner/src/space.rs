@@ -321,7 +321,27 @@ fn stage_directives(shape: &StageShape, g: &StageGenes) -> Vec<Directive> {
             .cloned()
             .collect()
     };
-    if order.len() > 1 {
+    // The order the splits alone give: each dimension's outer loop then its inner one.
+    let natural: Vec<String> = out.iter().fold(
+        shape
+            .pure
+            .iter()
+            .chain(&shape.reduction)
+            .cloned()
+            .collect::<Vec<_>>(),
+        |mut loops, d| {
+            if let Directive::Split {
+                var, outer, inner, ..
+            } = d
+            {
+                if let Some(at) = loops.iter().position(|l| l == var) {
+                    loops.splice(at..=at, [outer.clone(), inner.clone()]);
+                }
+            }
+            loops
+        },
+    );
+    if order != natural {
         out.push(Directive::Reorder(order.clone()));
     }
     let pure_loops: Vec<&String> = order.iter().filter(|l| !reductions.contains(l)).collect();

@@ -92,8 +92,8 @@ struct Session<'a> {
     trials: u64,
     best_seconds: Option<f64>,
     failures: BTreeMap<String, u64>,
-    /// (seconds, schedule text) of every timed candidate of this run.
-    timed: Vec<(f64, String)>,
+    /// (seconds, schedule text, genome) of every timed candidate of this run.
+    timed: Vec<(f64, String, Genome)>,
 }
 
 /// The database key of a kernel at a shape on this machine.
@@ -194,10 +194,12 @@ pub fn tune(
         failures: BTreeMap::new(),
         timed: Vec::new(),
     };
-    let result = session.search(pipeline, &key);
+    // The expected answer stays until the re-measurement's fresh worker has read it.
+    let result = session
+        .search(pipeline, &key)
+        .and_then(|found| session.remeasure_best().map(|()| found));
     let _ = std::fs::remove_file(&expected_file);
     let (stop, default_seconds) = result?;
-    session.remeasure_best()?;
     db.finish_run(run_id, &stop.to_string(), &now_rfc3339())?;
     let best = db
         .best(&key)?
@@ -270,7 +272,8 @@ impl Session<'_> {
         }
         if let Some((m, _)) = self.db.best(key)? {
             self.best_seconds = m.median_s;
-            if let Some(genome) = genome_of(&m.settings) {
+            // Only a genome of this space: mutating one of another shape would panic.
+            if let Some(genome) = genome_of(&m.settings).filter(|g| fits(&searcher.space, g)) {
                 searcher.observe(&genome, m.median_s);
             }
         }
@@ -347,7 +350,8 @@ impl Session<'_> {
         let seconds = timing.map(|t| t.0);
         if let Some(t) = seconds {
             self.best_seconds = Some(self.best_seconds.map_or(t, |b| b.min(t)));
-            self.timed.push((t, request.schedule.clone()));
+            self.timed
+                .push((t, request.schedule.clone(), c.genome.clone()));
         }
         let settings = serde_json::json!({ "min_time_s": self.options.min_time.as_secs_f64(), "threads": self.options.threads, "cutoff_s": cutoff, "genome": c.genome });
         let m = Measurement {
@@ -393,15 +397,13 @@ impl Session<'_> {
         let mut timed = self.timed.clone();
         timed.sort_by(|a, b| a.0.total_cmp(&b.0));
         timed.dedup_by(|a, b| a.1 == b.1);
-        for (_, text) in timed.into_iter().take(REMEASURE) {
+        for (_, text, genome) in timed.into_iter().take(REMEASURE) {
             let Ok(schedule) = strata_scheduler::schedule::text::parse_schedule(&text) else {
                 continue;
             };
             let hash = schedule_hash(&schedule);
-            let genome = Genome {
-                places: Vec::new(),
-                stages: Vec::new(),
-            };
+            // The real genome, so a later run that resumes from this (preferred) row can
+            // evolve from it.
             self.measure(
                 &Candidate {
                     genome,
@@ -491,6 +493,17 @@ pub fn status_kind(status: &Status) -> &'static str {
 fn genome_of(settings: &str) -> Option<Genome> {
     let value: serde_json::Value = serde_json::from_str(settings).ok()?;
     serde_json::from_value(value.get("genome")?.clone()).ok()
+}
+
+/// Whether `g` has the shape of `space`'s genomes (one recorded by another version may not).
+fn fits(space: &Space, g: &Genome) -> bool {
+    let d = space.default_genome();
+    g.places.len() == d.places.len()
+        && g.stages.len() == d.stages.len()
+        && g.stages
+            .iter()
+            .zip(&d.stages)
+            .all(|(a, b)| a.split.len() == b.split.len())
 }
 
 /// The current UTC time as `YYYY-MM-DDTHH:MM:SSZ`.

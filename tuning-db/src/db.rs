@@ -2,9 +2,9 @@
 //! the busy timeout, and migrations.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
+use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::error::DbError;
 use crate::schema::{self, FileKind, MIGRATIONS, SCHEMA_VERSION};
@@ -70,7 +70,7 @@ impl Db {
     pub fn open_with(path: &Path, options: &OpenOptions) -> Result<Db, DbError> {
         check_path(path, options.create)?;
         let db = Db::connect(path, options)?;
-        let kind = schema::classify(&db.conn).map_err(|e| db.err(e))?;
+        let kind = db.read(schema::classify)?;
         db.refuse_unless_ours(&kind)?;
         db.prepare_schema()?;
         Ok(db)
@@ -122,13 +122,7 @@ impl Db {
     /// Taking the write lock here makes a database that another process keeps locked
     /// fail at open ([`DbError::Locked`]) rather than at the first measurement.
     fn prepare_schema(&self) -> Result<(), DbError> {
-        let mode: String = self
-            .conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
-            .map_err(|e| self.err(e))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(self.invalid(format!("cannot switch to WAL (journal mode is {mode})")));
-        }
+        self.enable_wal()?;
         self.conn
             .pragma_update(None, "synchronous", "FULL")
             .map_err(|e| self.err(e))?;
@@ -145,6 +139,42 @@ impl Db {
             Ok(kind)
         })
         .and_then(|kind| self.refuse_unless_ours(&kind))
+    }
+
+    /// Switches the file to WAL (a no-op when it already is).
+    ///
+    /// SQLite answers "busy" at once, without waiting, when two connections switch a new
+    /// file at the same moment, so this retries until the busy timeout runs out.
+    fn enable_wal(&self) -> Result<(), DbError> {
+        let deadline = Instant::now() + self.busy_timeout;
+        loop {
+            let result: rusqlite::Result<String> =
+                self.conn
+                    .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0));
+            match result {
+                Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
+                Ok(mode) => {
+                    let why = format!("cannot switch to WAL (journal mode is {mode})");
+                    return Err(self.invalid(why));
+                }
+                Err(e) if is_busy(&e) && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => return Err(self.err(e)),
+            }
+        }
+    }
+
+    /// Runs `f` in one deferred (read) transaction, so it sees one snapshot.
+    pub(crate) fn read<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, DbError> {
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Deferred)
+            .map_err(|e| self.err(e))?;
+        let value = f(&tx).map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(value)
     }
 
     /// Runs `f` in one immediate (write-locked) transaction and commits it.
@@ -191,6 +221,14 @@ fn check_path(path: &Path, create: bool) -> Result<(), DbError> {
         }
         _ => Ok(()),
     }
+}
+
+/// Whether `e` is SQLite's "busy" or "locked".
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
 }
 
 /// Maps SQLite's error codes to the [`DbError`] variants callers act on.

@@ -1,0 +1,181 @@
+//! Export to JSON lines and import into another database.
+
+mod common;
+
+use common::{failed, key, new_run, ok, TempPath};
+use strata_tuning_db::{Db, DbError, Measurement, Status};
+
+/// Fills `db` with two kernels, three runs (one unfinished), every status kind, a
+/// default and a re-measurement, and a seed above `i64::MAX`.
+fn populate(db: &Db) {
+    let k = key("matmul", "hmm", 64);
+    let r1 = db.start_run(&new_run(&k, u64::MAX - 1, 0)).unwrap();
+    db.record(
+        r1,
+        &Measurement {
+            is_default: true,
+            ..ok(0, 2.0)
+        },
+    )
+    .unwrap();
+    db.record(r1, &ok(1, 0.7)).unwrap();
+    db.record(r1, &failed(2, Status::Crash("SIGSEGV".into())))
+        .unwrap();
+    db.record(r1, &failed(3, Status::Refused("too big".into())))
+        .unwrap();
+    db.finish_run(r1, "budget", "2026-05-01T10:03:00Z").unwrap();
+    let r2 = db.start_run(&new_run(&k, 7, 20)).unwrap();
+    db.record(
+        r2,
+        &failed(4, Status::CompileError("bad \"quote\"\nnewline".into())),
+    )
+    .unwrap();
+    db.record(r2, &failed(5, Status::Timeout("check".into())))
+        .unwrap();
+    db.record(r2, &failed(6, Status::WrongAnswer("nan".into())))
+        .unwrap();
+    db.record(r2, &ok(7, 0.3333333333333333)).unwrap();
+    db.record(
+        r2,
+        &Measurement {
+            remeasured: true,
+            ..ok(7, 0.35)
+        },
+    )
+    .unwrap();
+    let other = key("softmax ünïcode", "hsm", 16);
+    let r3 = db.start_run(&new_run(&other, 3, 40)).unwrap();
+    db.record(r3, &ok(0, 0.01)).unwrap();
+}
+
+/// Exports `db` to a string.
+fn export(db: &Db) -> (String, u64) {
+    let mut out = Vec::new();
+    let n = db.export(&mut out).unwrap();
+    (String::from_utf8(out).unwrap(), n)
+}
+
+#[test]
+fn export_then_import_into_an_empty_database_gives_the_same_report() {
+    let (a, b) = (TempPath::new("export-a"), TempPath::new("export-b"));
+    let source = Db::open(a.path()).unwrap();
+    populate(&source);
+    let (text, n) = export(&source);
+    assert_eq!(n, 3 + 10);
+    assert_eq!(text.lines().count(), 1 + 13);
+    assert!(text.starts_with(r#"{"record":"header","format":"strata-tuning-db","version":1}"#));
+
+    let target = Db::open(b.path()).unwrap();
+    assert_eq!(target.import(&mut text.as_bytes()).unwrap(), 13);
+    assert_eq!(target.report(None).unwrap(), source.report(None).unwrap());
+    assert_eq!(
+        export(&target).0,
+        text,
+        "a second export is the same stream"
+    );
+    let runs_a: Vec<_> = source.runs().unwrap().into_iter().map(|(_, r)| r).collect();
+    let runs_b: Vec<_> = target.runs().unwrap().into_iter().map(|(_, r)| r).collect();
+    assert_eq!(runs_a, runs_b);
+    assert_eq!(target.integrity_check().unwrap(), "ok");
+}
+
+#[test]
+fn importing_twice_adds_nothing() {
+    let (a, b) = (TempPath::new("twice-a"), TempPath::new("twice-b"));
+    let source = Db::open(a.path()).unwrap();
+    populate(&source);
+    let (text, _) = export(&source);
+    let target = Db::open(b.path()).unwrap();
+    target.import(&mut text.as_bytes()).unwrap();
+    let report = target.report(None).unwrap();
+    assert_eq!(target.import(&mut text.as_bytes()).unwrap(), 0);
+    assert_eq!(target.report(None).unwrap(), report);
+    assert_eq!(target.runs().unwrap().len(), 3);
+    // Importing into the database it came from adds nothing either.
+    assert_eq!(source.import(&mut text.as_bytes()).unwrap(), 0);
+}
+
+#[test]
+fn importing_merges_with_local_records() {
+    let (a, b) = (TempPath::new("merge-a"), TempPath::new("merge-b"));
+    let source = Db::open(a.path()).unwrap();
+    populate(&source);
+    let (text, _) = export(&source);
+    let target = Db::open(b.path()).unwrap();
+    let k = key("matmul", "hmm", 64);
+    let local = target.start_run(&new_run(&k, 9, 59)).unwrap();
+    target.record(local, &ok(8, 0.1)).unwrap();
+    assert_eq!(target.import(&mut text.as_bytes()).unwrap(), 13);
+    let entry = &target.report(Some("matmul")).unwrap()[0];
+    assert_eq!(entry.runs, 3);
+    assert_eq!(entry.trials, 9);
+    assert_eq!(target.winner(&k).unwrap().measurement.schedule_hash, "s7");
+}
+
+#[test]
+fn a_bad_stream_imports_nothing() {
+    let (a, b) = (TempPath::new("bad-a"), TempPath::new("bad-b"));
+    let source = Db::open(a.path()).unwrap();
+    populate(&source);
+    let (text, _) = export(&source);
+    let target = Db::open(b.path()).unwrap();
+
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(5, "{not json");
+    let broken = lines.join("\n");
+    let err = target.import(&mut broken.as_bytes()).unwrap_err();
+    assert!(matches!(err, DbError::Import { line: 6, .. }), "{err:?}");
+    assert!(err.to_string().contains("nothing was imported"), "{err}");
+    assert!(target.runs().unwrap().is_empty());
+
+    let headless: String = text.lines().skip(1).collect::<Vec<_>>().join("\n");
+    let err = target.import(&mut headless.as_bytes()).unwrap_err();
+    assert!(err.to_string().contains("header"), "{err}");
+
+    let err = target.import(&mut "".as_bytes()).unwrap_err();
+    assert!(err.to_string().contains("no header"), "{err}");
+
+    let foreign = r#"{"record":"header","format":"photos","version":1}"#;
+    let err = target.import(&mut foreign.as_bytes()).unwrap_err();
+    assert!(err.to_string().contains("`photos`"), "{err}");
+
+    let newer = r#"{"record":"header","format":"strata-tuning-db","version":9}"#;
+    let err = target.import(&mut newer.as_bytes()).unwrap_err();
+    assert!(err.to_string().contains("newer"), "{err}");
+
+    let orphan: String = text
+        .lines()
+        .filter(|l| !l.contains(r#""record":"run""#))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let err = target.import(&mut orphan.as_bytes()).unwrap_err();
+    assert!(matches!(err, DbError::Import { line: 2, .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("neither earlier in the stream nor in the database"),
+        "{err}"
+    );
+    assert!(target.runs().unwrap().is_empty());
+}
+
+#[test]
+fn an_unfinished_run_gets_its_end_from_a_later_export() {
+    let (a, b) = (TempPath::new("end-a"), TempPath::new("end-b"));
+    let source = Db::open(a.path()).unwrap();
+    let k = key("matmul", "hmm", 64);
+    let id = source.start_run(&new_run(&k, 1, 0)).unwrap();
+    source.record(id, &ok(0, 1.0)).unwrap();
+    let (early, _) = export(&source);
+    source
+        .finish_run(id, "budget", "2026-05-01T11:00:00Z")
+        .unwrap();
+    let (late, _) = export(&source);
+    let target = Db::open(b.path()).unwrap();
+    target.import(&mut early.as_bytes()).unwrap();
+    assert_eq!(target.runs().unwrap()[0].1.ended_at, None);
+    assert_eq!(target.import(&mut late.as_bytes()).unwrap(), 0);
+    assert_eq!(
+        target.runs().unwrap()[0].1.stop_reason.as_deref(),
+        Some("budget")
+    );
+}
