@@ -106,6 +106,10 @@ enum Command {
         /// Time each candidate for at least this many seconds.
         #[arg(long, default_value_t = 0.05)]
         min_time: f64,
+        /// Give up on a candidate that has not answered after this many seconds (its worker
+        /// is killed and the candidate recorded as a timeout).
+        #[arg(long, default_value_t = 60.0)]
+        timeout: f64,
         /// The tuning database (default `STRATA_DB` or `strata.db`).
         #[arg(long)]
         db: Option<PathBuf>,
@@ -211,6 +215,7 @@ fn main() -> ExitCode {
             seed,
             threads,
             min_time,
+            timeout,
             db,
         } => {
             let settings = tuning::TuneSettings {
@@ -220,6 +225,7 @@ fn main() -> ExitCode {
                 seed,
                 threads: threads.unwrap_or_else(default_threads),
                 min_time,
+                timeout,
             };
             let db = db.unwrap_or_else(strata::tuner::tune::default_db_path);
             tune_command(&file, kernel.as_deref(), &shape, &settings, &db)

@@ -19,6 +19,8 @@ pub struct TuneSettings {
     pub seed: u64,
     pub threads: usize,
     pub min_time: f64,
+    /// Seconds a candidate may take before its worker is killed.
+    pub timeout: f64,
 }
 
 pub fn tune(
@@ -34,6 +36,12 @@ pub fn tune(
             settings.strategy
         )
     })?;
+    if !(settings.timeout.is_finite() && settings.timeout > 0.0) {
+        return Err(format!(
+            "error: --timeout must be a positive number of seconds, not {}",
+            settings.timeout
+        ));
+    }
     let db = Db::open(db_path).map_err(|e| format!("error: {e}"))?;
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
@@ -49,7 +57,7 @@ pub fn tune(
         seed: settings.seed,
         threads: settings.threads,
         min_time: Duration::from_secs_f64(settings.min_time),
-        timeout: Duration::from_secs(60),
+        timeout: Duration::from_secs_f64(settings.timeout),
         worker: WorkerCommand::current_exe().map_err(|e| format!("error: {e}"))?,
         stop,
         progress: true,
