@@ -63,19 +63,11 @@ impl Generator {
 
     /// Appends `d` to a stage's line if the schedule stays legal.
     fn try_push(&mut self, func: &str, stage: StageRef, d: Directive) -> bool {
-        let line = self.schedule.stage(func, stage);
-        let _ = line;
-        let index = self
-            .schedule
-            .lines
-            .iter()
-            .position(|l| l.func == func && l.stage == stage);
-        let Some(index) = index else { return false };
-        self.schedule.lines[index].directives.push(d);
+        self.schedule.stage(func, stage).directives_mut().push(d);
         if self.plan().is_some() {
             return true;
         }
-        self.schedule.lines[index].directives.pop();
+        self.schedule.stage(func, stage).directives_mut().pop();
         false
     }
 
