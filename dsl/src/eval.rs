@@ -659,31 +659,7 @@ impl<'a> Evaluator<'a> {
         for arg in args {
             values.push(self.eval(arg, scope)?);
         }
-        let unary =
-            |g32: fn(f32) -> f32, g64: fn(f64) -> f64| values[0].float_fn(f.name(), g32, g64);
-        Ok(match (f, values.as_slice()) {
-            (Intrinsic::Min, &[a, b]) => Value::min(a, b)?,
-            (Intrinsic::Max, &[a, b]) => Value::max(a, b)?,
-            (Intrinsic::Clamp, &[x, lo, hi]) => Value::min(Value::max(x, lo)?, hi)?,
-            (Intrinsic::Abs, &[a]) => a.abs()?,
-            (Intrinsic::Pow, &[a, b]) => Value::pow(a, b)?,
-            (Intrinsic::Floor, _) => unary(f32::floor, f64::floor)?,
-            (Intrinsic::Ceil, _) => unary(f32::ceil, f64::ceil)?,
-            (Intrinsic::Round, _) => unary(f32::round_ties_even, f64::round_ties_even)?,
-            (Intrinsic::Sqrt, _) => unary(f32::sqrt, f64::sqrt)?,
-            (Intrinsic::Exp, _) => unary(f32::exp, f64::exp)?,
-            (Intrinsic::Log, _) => unary(f32::ln, f64::ln)?,
-            (Intrinsic::Sin, _) => unary(f32::sin, f64::sin)?,
-            (Intrinsic::Cos, _) => unary(f32::cos, f64::cos)?,
-            (Intrinsic::Tanh, _) => unary(f32::tanh, f64::tanh)?,
-            _ => {
-                return Err(EvalError::Internal(format!(
-                    "`{}` with {} arguments",
-                    f.name(),
-                    args.len()
-                )))
-            }
-        })
+        Ok(Value::intrinsic(f, &values)?)
     }
 
     /// An inline reduction: fold the body over the domain, first variable outermost.
