@@ -26,6 +26,16 @@ pub struct Db {
     pub(crate) busy_timeout: Duration,
 }
 
+impl std::fmt::Debug for Db {
+    /// Shows the file and the busy timeout.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db")
+            .field("path", &self.path)
+            .field("busy_timeout", &self.busy_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
 /// How [`Db::open_with`] opens a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpenOptions {

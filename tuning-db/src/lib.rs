@@ -57,6 +57,8 @@
 //! # Ok::<(), strata_tuning_db::DbError>(())
 //! ```
 
+#![warn(missing_docs)]
+
 mod db;
 mod error;
 mod exchange;
