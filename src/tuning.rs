@@ -36,12 +36,15 @@ pub fn tune(
             settings.strategy
         )
     })?;
-    if !(settings.timeout.is_finite() && settings.timeout > 0.0) {
-        return Err(format!(
-            "error: --timeout must be a positive number of seconds, not {}",
-            settings.timeout
-        ));
-    }
+    let timeout = Duration::try_from_secs_f64(settings.timeout)
+        .ok()
+        .filter(|t| !t.is_zero())
+        .ok_or_else(|| {
+            format!(
+                "error: --timeout must be a positive number of seconds, not {}",
+                settings.timeout
+            )
+        })?;
     let db = Db::open(db_path).map_err(|e| format!("error: {e}"))?;
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
@@ -57,7 +60,7 @@ pub fn tune(
         seed: settings.seed,
         threads: settings.threads,
         min_time: Duration::from_secs_f64(settings.min_time),
-        timeout: Duration::from_secs_f64(settings.timeout),
+        timeout,
         worker: WorkerCommand::current_exe().map_err(|e| format!("error: {e}"))?,
         stop,
         progress: true,

@@ -196,26 +196,33 @@ impl Space {
     /// The legal schedule a genome describes, or `None`.
     pub fn schedule(&self, g: &Genome) -> Option<Schedule> {
         let mut schedule = Schedule::new();
-        for (shape, genes) in self.stages.iter().zip(&g.stages) {
-            for d in stage_directives(shape, genes) {
-                schedule
-                    .stage(&shape.func, shape.stage)
-                    .directives_mut()
-                    .push(d);
-            }
-        }
-        validate(&self.lifted, &schedule).ok()?;
-        // Placements need the consumers' final loops, so they go in consumers first.
+        // Function by function, consumers first: a placement needs its consumer's final loops,
+        // and a producer's loop directives are only legal once it is placed (an inlined
+        // function has no loops, so its stage genes are ignored).
         for (i, (name, _, is_output)) in self.funcs.iter().enumerate() {
-            if *is_output {
-                continue;
+            let place = if *is_output {
+                None
+            } else {
+                Some(*g.places.get(i)?)
+            };
+            if let Some(place) = place {
+                let directive = self.placement(&schedule, name, place)?;
+                let line = schedule.stage(name, StageRef::Pure).directives_mut();
+                line.insert(0, directive);
             }
-            let directive = self.placement(&schedule, name, g.places[i])?;
-            let line = schedule.stage(name, StageRef::Pure).directives_mut();
-            line.insert(0, directive);
-            if validate(&self.lifted, &schedule).is_err() {
-                return None;
+            if place != Some(Place::Inline) {
+                for (shape, genes) in self.stages.iter().zip(&g.stages) {
+                    if &shape.func == name {
+                        for d in stage_directives(shape, genes) {
+                            schedule
+                                .stage(&shape.func, shape.stage)
+                                .directives_mut()
+                                .push(d);
+                        }
+                    }
+                }
             }
+            validate(&self.lifted, &schedule).ok()?;
         }
         schedule.lines.retain(|l| !l.directives.is_empty());
         Some(schedule)

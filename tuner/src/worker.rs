@@ -218,11 +218,28 @@ fn compile(
 }
 
 fn fault_for<'a>(faults: &'a str, schedule: &str) -> Option<&'a str> {
-    faults
-        .split(',')
-        .filter_map(|f| f.split_once(':'))
+    fault_entries(faults)
+        .into_iter()
         .find(|(_, text)| !text.is_empty() && schedule.contains(text))
         .map(|(kind, _)| kind)
+}
+
+/// The `(kind, text)` entries of `kind:text[,kind:text]`. Schedule text holds commas
+/// (`vectorize(x, 8)`), so an entry ends only at a comma that starts the next `kind:`.
+fn fault_entries(faults: &str) -> Vec<(&str, &str)> {
+    const KINDS: [&str; 3] = ["crash:", "hang:", "wrong:"];
+    let mut entries = Vec::new();
+    let mut rest = faults;
+    while let Some((kind, after)) = rest.split_once(':') {
+        let end = after
+            .match_indices(',')
+            .map(|(i, _)| i)
+            .find(|&i| KINDS.iter().any(|k| after[i + 1..].starts_with(k)))
+            .unwrap_or(after.len());
+        entries.push((kind, &after[..end]));
+        rest = after.get(end + 1..).unwrap_or("");
+    }
+    entries
 }
 
 fn corrupt(b: &mut Buffer) {

@@ -1,0 +1,814 @@
+//! `strata tune`, `report`, `db export|import` and `run --schedule best`, driven through the real
+//! binary on small shapes: injected worker faults (crash, hang, wrong answer) become records while
+//! the search goes on, a tuner killed with SIGKILL loses nothing and the next run resumes, the
+//! seed fixes the candidate sequence, export and import round-trip, bad input fails cleanly, and
+//! the winner runs.
+//!
+//! Every test has its own database under the temporary directory, removed when it ends (also when
+//! it fails). The fault tests use the `random` strategy with a fixed seed: its candidates do not
+//! depend on measured times or outcomes, so which candidates a fault substring hits is fixed.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use strata::tuning_db::{Db, Measurement, ReportEntry, Run};
+
+const MATMUL: &str = "matmul";
+const MATMUL_32: &str = "M=32,N=32,K=32";
+const BLUR: &str = "blur3x3";
+const BLUR_34: &str = "H=34,W=34";
+
+/// A database path of its own, removed (with SQLite's side files) on drop.
+struct TempDb(PathBuf);
+
+impl TempDb {
+    fn new(tag: &str) -> TempDb {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let path = std::env::temp_dir().join(format!(
+            "strata-tune-test-{tag}-{}-{nanos}.db",
+            std::process::id()
+        ));
+        let db = TempDb(path);
+        db.remove();
+        db
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// A sibling path (`<db>.<ext>`), removed with the database.
+    fn sibling(&self, ext: &str) -> PathBuf {
+        PathBuf::from(format!("{}.{ext}", self.0.display()))
+    }
+
+    fn remove(&self) {
+        for suffix in ["", "-wal", "-shm", "-journal", ".jsonl"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+        }
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+fn kernel_file(name: &str) -> String {
+    format!(
+        "{}/examples/kernels/{name}.strata",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// The `strata` binary with none of the tuner's environment switches inherited.
+fn strata() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
+    cmd.env_remove("STRATA_WORKER")
+        .env_remove("STRATA_WORKER_FAULT")
+        .env_remove("STRATA_DB")
+        .env("RUST_BACKTRACE", "0");
+    cmd
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `strata tune` of an example kernel into `db`, quick settings, one thread.
+fn tune_command(db: &Path, kernel: &str, shape: &str, args: &[&str]) -> Command {
+    let mut cmd = strata();
+    cmd.arg("tune")
+        .arg(kernel_file(kernel))
+        .args(["--shape", shape, "--min-time", "0.005", "--threads", "1"])
+        .arg("--db")
+        .arg(db)
+        .args(args);
+    cmd
+}
+
+/// Runs `cmd` and insists it succeeds; returns stdout.
+fn succeed(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("the strata binary runs");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(
+        !text(&out.stderr).contains("panicked"),
+        "{}",
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// Runs `cmd` and insists it fails cleanly: a non-zero exit, no panic, and an `error:` line on
+/// stderr containing `message`; returns stderr.
+fn fail(cmd: &mut Command, message: &str) -> String {
+    let out: Output = cmd.output().expect("the strata binary runs");
+    let stderr = text(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "{cmd:?} succeeded:\n{}",
+        text(&out.stdout)
+    );
+    assert_eq!(out.status.code(), Some(1), "{cmd:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{cmd:?} panicked:\n{stderr}");
+    assert!(
+        stderr.lines().any(|l| l.starts_with("error:")),
+        "{cmd:?}: no error line:\n{stderr}"
+    );
+    assert!(
+        stderr.contains(message),
+        "{cmd:?}: stderr lacks `{message}`:\n{stderr}"
+    );
+    stderr
+}
+
+/// `strata report --json` of `db`, as text.
+fn report_json(db: &Path) -> String {
+    succeed(strata().args(["report", "--json", "--db"]).arg(db))
+}
+
+fn report(db: &Path) -> Vec<ReportEntry> {
+    serde_json::from_str(&report_json(db)).expect("report --json is a list of entries")
+}
+
+/// Every run of `db` with its measurements in the order they were recorded.
+fn runs(db: &Path) -> Vec<(Run, Vec<Measurement>)> {
+    let db = Db::open_existing(db).expect("the database opens");
+    db.runs()
+        .expect("runs")
+        .into_iter()
+        .map(|(id, run)| (run, db.measurements(id).expect("measurements")))
+        .collect()
+}
+
+/// The search candidates among `ms`: neither the default schedule nor a re-measurement.
+fn search(ms: &[Measurement]) -> Vec<&Measurement> {
+    ms.iter()
+        .filter(|m| !m.is_default && !m.remeasured)
+        .collect()
+}
+
+fn integrity(db: &Path) -> String {
+    Db::open_existing(db)
+        .expect("the database opens")
+        .integrity_check()
+        .expect("integrity_check runs")
+}
+
+/// Tunes with `STRATA_WORKER_FAULT=<kind>:<needle>` and checks that exactly the candidates whose
+/// schedule contains `needle` (some, not all) got `status`, the others ran, the run used its whole
+/// budget, and a best schedule (a clean one) was found and re-measured. Returns the faulty
+/// candidates' records.
+fn check_fault(
+    kernel: &str,
+    shape: &str,
+    kind: &str,
+    needle: &str,
+    status: &str,
+    args: &[&str],
+) -> Vec<Measurement> {
+    let db = TempDb::new(kind);
+    let trials: usize = args
+        .windows(2)
+        .find(|w| w[0] == "--trials")
+        .and_then(|w| w[1].parse().ok())
+        .expect("a --trials budget");
+    let stdout = succeed(
+        tune_command(db.path(), kernel, shape, args)
+            // A second entry that matches nothing: the first must end just before it.
+            .env(
+                "STRATA_WORKER_FAULT",
+                format!("{kind}:{needle},hang:no such schedule text"),
+            ),
+    );
+    assert!(
+        stdout.contains(&format!(
+            "stopped: trial budget of {trials} reached after {trials} trials"
+        )),
+        "the search stopped early:\n{stdout}"
+    );
+
+    let runs = runs(db.path());
+    assert_eq!(runs.len(), 1);
+    let (run, ms) = &runs[0];
+    assert!(run.stop_reason.is_some() && run.ended_at.is_some());
+    let candidates = search(ms);
+    assert_eq!(candidates.len(), trials, "one record per trial");
+    let hit: Vec<bool> = candidates
+        .iter()
+        .map(|m| m.schedule.contains(needle))
+        .collect();
+    let hits = hit.iter().filter(|&&h| h).count();
+    assert!(
+        hits > 0 && hits < trials,
+        "`{needle}` should match some but not all of the {trials} candidates; it matched {hits} \
+         (the space changed? pick another substring):\n{}",
+        candidates
+            .iter()
+            .map(|m| m.schedule.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    for (m, &h) in candidates.iter().zip(&hit) {
+        if h {
+            assert_eq!(m.status.kind(), status, "trial {}: {}", m.trial, m.schedule);
+            assert!(m.median_s.is_none() && m.runs == 0);
+        } else {
+            assert!(m.status.is_ok(), "trial {}: {:?}", m.trial, m.status);
+            assert!(m.median_s.is_some());
+        }
+    }
+    // The search went on after the first fault, and found more that ran.
+    let first_fault = hit.iter().position(|&h| h).unwrap_or(trials);
+    assert!(
+        hit[first_fault + 1..].iter().any(|&h| !h),
+        "nothing ran after the first fault"
+    );
+    let default = ms.iter().find(|m| m.is_default).expect("the default");
+    assert!(default.status.is_ok(), "{:?}", default.status);
+    // The best few were re-measured in a fresh worker, and ran.
+    let remeasured: Vec<&Measurement> = ms.iter().filter(|m| m.remeasured).collect();
+    assert!(!remeasured.is_empty(), "nothing was re-measured");
+    for m in &remeasured {
+        assert!(m.status.is_ok(), "re-measurement failed: {:?}", m.status);
+    }
+
+    let entries = report(db.path());
+    assert_eq!(entries.len(), 1);
+    let e = &entries[0];
+    assert_eq!(e.failures.get(status).copied(), Some(hits as u64), "{e:?}");
+    assert_eq!(e.failures.len(), 1, "{:?}", e.failures);
+    let best = e.best_schedule.as_deref().expect("a best schedule");
+    assert!(!best.contains(needle), "the winner is a faulty candidate");
+    assert!(e.best_median_s.is_some_and(|t| t > 0.0));
+    assert!(e.default_median_s.is_some());
+    candidates
+        .into_iter()
+        .filter(|m| m.schedule.contains(needle))
+        .cloned()
+        .collect()
+}
+
+/// The detail of every faulty record, which must contain `what`.
+fn assert_details(faulty: &[Measurement], what: &str) {
+    for m in faulty {
+        assert!(
+            m.status.detail().is_some_and(|d| d.contains(what)),
+            "trial {}: {:?} does not say `{what}`",
+            m.trial,
+            m.status
+        );
+    }
+}
+
+#[test]
+fn worker_crash_is_recorded_and_the_search_goes_on() {
+    let start = Instant::now();
+    let faulty = check_fault(
+        MATMUL,
+        MATMUL_32,
+        "crash",
+        "unroll(i_i, 8)",
+        "crash",
+        &["--strategy", "random", "--seed", "1", "--trials", "10"],
+    );
+    // The worker aborts: SIGABRT.
+    assert_details(&faulty, "signal 6");
+    eprintln!("crash: {:.1} s", start.elapsed().as_secs_f64());
+}
+
+#[test]
+fn wrong_answer_is_recorded_and_the_search_goes_on() {
+    let start = Instant::now();
+    let faulty = check_fault(
+        BLUR,
+        BLUR_34,
+        "wrong",
+        "compute_root()",
+        "wrong_answer",
+        &["--strategy", "random", "--seed", "1", "--trials", "10"],
+    );
+    assert_details(&faulty, "");
+    eprintln!("wrong answer: {:.1} s", start.elapsed().as_secs_f64());
+}
+
+#[test]
+fn hang_times_out_and_the_search_goes_on() {
+    let start = Instant::now();
+    let faulty = check_fault(
+        MATMUL,
+        MATMUL_32,
+        "hang",
+        "split(k, k_o, k_i, 16)",
+        "timeout",
+        &[
+            "--strategy",
+            "random",
+            "--seed",
+            "5",
+            "--trials",
+            "5",
+            "--timeout",
+            "2",
+        ],
+    );
+    assert_details(&faulty, "no answer within 2.0 s");
+    let elapsed = start.elapsed();
+    assert!(
+        elapsed >= Duration::from_secs(2),
+        "a hang is waited for --timeout"
+    );
+    assert!(
+        elapsed < Duration::from_secs(30),
+        "--timeout 2 was not applied"
+    );
+    eprintln!("hang: {:.1} s", elapsed.as_secs_f64());
+}
+
+#[test]
+fn a_bad_timeout_is_refused() {
+    let db = TempDb::new("bad-timeout");
+    fail(
+        &mut tune_command(db.path(), MATMUL, MATMUL_32, &["--timeout", "0"]),
+        "--timeout must be a positive number of seconds",
+    );
+    assert!(!db.path().exists());
+}
+
+/// The search measurements of every run, each with its run's uid.
+fn search_rows(runs: &[(Run, Vec<Measurement>)]) -> Vec<(String, Measurement)> {
+    runs.iter()
+        .flat_map(|(run, ms)| search(ms).into_iter().map(|m| (run.uid.clone(), m.clone())))
+        .collect()
+}
+
+fn assert_no_repeated_schedule(runs: &[(Run, Vec<Measurement>)]) {
+    let mut seen = HashSet::new();
+    for (uid, m) in search_rows(runs) {
+        assert!(
+            seen.insert(m.schedule_hash.clone()),
+            "run {uid} measured schedule {} again (trial {}):\n{}",
+            m.schedule_hash,
+            m.trial,
+            m.schedule
+        );
+    }
+}
+
+/// A tuner process, killed with SIGKILL (`Child::kill`) at the latest when dropped.
+struct Tuner(std::process::Child);
+
+impl Tuner {
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        // A killed tuner cannot remove its file of the reference answer.
+        let prefix = format!("strata-expected-{}-", self.0.id());
+        if let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) {
+            for e in entries.flatten() {
+                if e.file_name().to_string_lossy().starts_with(&prefix) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Tuner {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[test]
+fn a_killed_tuner_loses_nothing_and_the_next_run_resumes() {
+    let start = Instant::now();
+    let db = TempDb::new("kill");
+    let mut tuner = Tuner(
+        tune_command(db.path(), MATMUL, MATMUL_32, &["--trials", "1000"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the tuner starts"),
+    );
+
+    // Wait for a few committed measurements, reading through our own connection.
+    let mut conn: Option<Db> = None;
+    let mut before = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while search_rows(&before).len() < 5 {
+        assert!(
+            Instant::now() < deadline,
+            "the tuner recorded too little in 30 s"
+        );
+        if let Some(status) = tuner.0.try_wait().expect("the tuner is waitable") {
+            panic!("the tuner ended on its own ({status}) before it was killed");
+        }
+        std::thread::sleep(Duration::from_millis(40));
+        if conn.is_none() && db.path().exists() {
+            conn = Db::open_existing(db.path()).ok();
+        }
+        if let Some(c) = &conn {
+            if let Ok(rs) = c.runs() {
+                before = rs
+                    .into_iter()
+                    .filter_map(|(id, run)| c.measurements(id).ok().map(|ms| (run, ms)))
+                    .collect();
+            }
+        }
+    }
+    drop(conn);
+    tuner.kill();
+
+    let at_kill = runs(db.path());
+    assert_eq!(integrity(db.path()), "ok");
+    assert_eq!(at_kill.len(), 1);
+    let (killed, killed_ms) = &at_kill[0];
+    assert!(
+        killed.ended_at.is_none() && killed.stop_reason.is_none(),
+        "a killed run has no end: {killed:?}"
+    );
+    let (_, seen_ms) = &before[0];
+    assert!(
+        killed_ms.len() >= seen_ms.len() && killed_ms[..seen_ms.len()] == seen_ms[..],
+        "a measurement committed before the kill changed or vanished"
+    );
+
+    // A second run with the same seed skips every schedule already measured.
+    let stdout = succeed(&mut tune_command(
+        db.path(),
+        MATMUL,
+        MATMUL_32,
+        &["--trials", "5"],
+    ));
+    assert!(stdout.contains("after 5 trials"), "{stdout}");
+    let after = runs(db.path());
+    assert_eq!(after.len(), 2);
+    assert_eq!(
+        &after[0].1, killed_ms,
+        "the killed run's rows changed after resuming"
+    );
+    assert_eq!(search(&after[1].1).len(), 5);
+    assert_no_repeated_schedule(&after);
+    assert_eq!(integrity(db.path()), "ok");
+
+    // A third run resumes from the second's re-measured winner (whose recorded genome it
+    // evolves from), still without repeating a schedule.
+    succeed(&mut tune_command(
+        db.path(),
+        MATMUL,
+        MATMUL_32,
+        &["--trials", "4", "--strategy", "evolve"],
+    ));
+    let after = runs(db.path());
+    assert_eq!(after.len(), 3);
+    assert_no_repeated_schedule(&after);
+    assert_eq!(integrity(db.path()), "ok");
+    let e = &report(db.path())[0];
+    assert_eq!(e.runs, 3);
+    assert_eq!(
+        e.trials as usize,
+        after
+            .iter()
+            .map(|(_, ms)| ms.iter().filter(|m| !m.remeasured).count())
+            .sum::<usize>()
+    );
+    eprintln!(
+        "kill and resume: {} measurements seen before the kill, {} committed, {:.1} s",
+        seen_ms.len(),
+        killed_ms.len(),
+        start.elapsed().as_secs_f64()
+    );
+}
+
+/// One tune's observations in order: the default's time, then each candidate's hash and time.
+struct Sequence {
+    default: Option<f64>,
+    candidates: Vec<(String, Option<f64>)>,
+}
+
+fn sequence(tag: &str, strategy: &str, seed: u64) -> Sequence {
+    let db = TempDb::new(tag);
+    let seed = seed.to_string();
+    succeed(&mut tune_command(
+        db.path(),
+        MATMUL,
+        MATMUL_32,
+        &["--strategy", strategy, "--seed", &seed, "--trials", "15"],
+    ));
+    let runs = runs(db.path());
+    assert_eq!(runs.len(), 1);
+    let ms = &runs[0].1;
+    let candidates: Vec<(String, Option<f64>)> = search(ms)
+        .into_iter()
+        .map(|m| (m.schedule.clone(), m.median_s))
+        .collect();
+    assert_eq!(candidates.len(), 15);
+    Sequence {
+        default: ms.iter().find(|m| m.is_default).and_then(|m| m.median_s),
+        candidates,
+    }
+}
+
+impl Sequence {
+    /// The observations before candidate `j` was proposed: the default, then candidates `..j`.
+    fn observed(&self, j: usize) -> Vec<Option<f64>> {
+        std::iter::once(self.default)
+            .chain(self.candidates[..j].iter().map(|c| c.1))
+            .collect()
+    }
+
+    fn texts(&self) -> Vec<&str> {
+        self.candidates.iter().map(|c| c.0.as_str()).collect()
+    }
+}
+
+/// The searcher's population as measured times rank it: the indices of the fastest 8
+/// observations that ran, fastest first, ties in arrival order.
+fn population(observed: &[Option<f64>]) -> Vec<usize> {
+    let mut ran: Vec<(usize, f64)> = observed
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| t.map(|t| (i, t)))
+        .collect();
+    ran.sort_by(|a, b| a.1.total_cmp(&b.1));
+    ran.into_iter().take(8).map(|(i, _)| i).collect()
+}
+
+/// Two runs with one seed must propose the same candidates for as long as what the searcher
+/// knows is the same. The evolutionary step sees measured times only through their ranking; the
+/// model strategy fits the times themselves once `rank_only_below` observations ran, after which
+/// nothing is checked. Returns how many candidates were checked to agree.
+fn assert_same_while_ranked_alike(
+    a: &Sequence,
+    b: &Sequence,
+    rank_only_below: Option<usize>,
+) -> usize {
+    for j in 0..a.candidates.len().min(b.candidates.len()) {
+        let (oa, ob) = (a.observed(j), b.observed(j));
+        if rank_only_below.is_some_and(|n| oa.iter().flatten().count() >= n) {
+            return j;
+        }
+        if a.candidates[j].0 != b.candidates[j].0 {
+            assert_ne!(
+                population(&oa),
+                population(&ob),
+                "with one seed and the same measurements ranked alike, candidate {} differs:\n{}\n---\n{}",
+                j + 1,
+                a.candidates[j].0,
+                b.candidates[j].0
+            );
+            return j;
+        }
+    }
+    a.candidates.len()
+}
+
+/// Three tunes of 15 trials: two with one seed, one with another. `exact`: the whole sequences
+/// must be equal (a strategy that ignores measurements).
+fn check_seed(strategy: &str, exact: bool, rank_only_below: Option<usize>) {
+    let start = Instant::now();
+    let a = sequence(&format!("{strategy}-a"), strategy, 11);
+    let b = sequence(&format!("{strategy}-b"), strategy, 11);
+    let other = sequence(&format!("{strategy}-c"), strategy, 12);
+    if exact {
+        assert_eq!(a.texts(), b.texts(), "one seed, two candidate sequences");
+    }
+    let agreed = assert_same_while_ranked_alike(&a, &b, rank_only_below);
+    assert!(agreed >= 1, "the first candidate depends only on the seed");
+    assert_ne!(
+        a.texts(),
+        other.texts(),
+        "another seed gave the same sequence"
+    );
+    assert_ne!(
+        a.candidates[0].0, other.candidates[0].0,
+        "another seed gave the same first candidate"
+    );
+    eprintln!(
+        "{strategy}: first {agreed} of 15 candidates agreed, {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn same_seed_same_candidates_random() {
+    // Random sampling never looks at the measurements: the whole sequence is the seed's.
+    check_seed("random", true, None);
+}
+
+#[test]
+fn same_seed_same_candidates_evolve() {
+    // Parents are chosen by rank: equal as long as the measured times rank alike.
+    check_seed("evolve", false, None);
+}
+
+#[test]
+fn same_seed_same_candidates_model() {
+    // The cost model ranks candidates once it has 4 measured times; before, it evolves.
+    check_seed("model", false, Some(4));
+}
+
+#[test]
+fn export_then_import_gives_the_same_report() {
+    let start = Instant::now();
+    let a = TempDb::new("export-a");
+    let b = TempDb::new("export-b");
+    succeed(&mut tune_command(
+        a.path(),
+        MATMUL,
+        MATMUL_32,
+        &["--trials", "5"],
+    ));
+    succeed(&mut tune_command(
+        a.path(),
+        MATMUL,
+        MATMUL_32,
+        &["--trials", "3", "--seed", "2"],
+    ));
+    succeed(
+        tune_command(a.path(), BLUR, BLUR_34, &["--trials", "4"])
+            .env("STRATA_WORKER_FAULT", "wrong:compute_root()"),
+    );
+    let file = a.sibling("jsonl");
+    let out = strata()
+        .args(["db", "export"])
+        .arg(&file)
+        .arg("--db")
+        .arg(a.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let exported = std::fs::read_to_string(&file).unwrap();
+    let records = exported.lines().count() - 1; // the header
+    assert!(text(&out.stderr).contains(&format!("exported {records} records")));
+
+    assert!(!b.path().exists());
+    let out = strata()
+        .args(["db", "import"])
+        .arg(&file)
+        .arg("--db")
+        .arg(b.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(&format!("imported {records} records")),
+        "{}",
+        text(&out.stderr)
+    );
+    let report_a = report_json(a.path());
+    assert_eq!(report(a.path()).len(), 2, "{report_a}");
+    assert_eq!(report_json(b.path()), report_a);
+    let export_b = succeed(strata().args(["db", "export", "--db"]).arg(b.path()));
+    assert_eq!(export_b, exported, "a second export differs from the first");
+
+    // Importing again adds nothing.
+    let out = strata()
+        .args(["db", "import"])
+        .arg(&file)
+        .arg("--db")
+        .arg(b.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("imported 0 records"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(report_json(b.path()), report_a);
+    let (runs_a, runs_b) = (runs(a.path()), runs(b.path()));
+    assert_eq!(runs_a.len(), runs_b.len());
+    for ((ra, ma), (rb, mb)) in runs_a.iter().zip(&runs_b) {
+        assert_eq!(ra, rb);
+        assert_eq!(ma, mb);
+    }
+    assert_eq!(integrity(b.path()), "ok");
+    eprintln!("export/import: {:.1} s", start.elapsed().as_secs_f64());
+}
+
+#[test]
+fn bad_input_fails_with_a_clear_error() {
+    let db = TempDb::new("bad");
+    fail(
+        &mut tune_command(db.path(), MATMUL, "M=32,N=32", &["--trials", "2"]),
+        "the shape leaves size `K` unbound",
+    );
+    assert!(!db.path().exists(), "a refused tune created the database");
+    fail(
+        &mut tune_command(
+            db.path(),
+            MATMUL,
+            MATMUL_32,
+            &["--kernel", "nosuch", "--trials", "2"],
+        ),
+        "no kernel `nosuch`",
+    );
+    fail(
+        &mut tune_command(
+            db.path(),
+            MATMUL,
+            MATMUL_32,
+            &["--strategy", "annealing", "--trials", "2"],
+        ),
+        "unknown strategy `annealing`",
+    );
+    assert!(!db.path().exists(), "a refused tune created the database");
+
+    // A garbage file where the database should be is refused and left as it was.
+    let garbage: Vec<u8> = (0..8192u32).map(|i| (i * 7 + i / 13) as u8).collect();
+    std::fs::write(db.path(), &garbage).unwrap();
+    fail(
+        &mut tune_command(db.path(), MATMUL, MATMUL_32, &["--trials", "2"]),
+        "is not a strata tuning database",
+    );
+    assert_eq!(
+        std::fs::read(db.path()).unwrap(),
+        garbage,
+        "the file changed"
+    );
+    fail(
+        strata().args(["report", "--db"]).arg(db.path()),
+        "is not a strata tuning database",
+    );
+    assert_eq!(
+        std::fs::read(db.path()).unwrap(),
+        garbage,
+        "the file changed"
+    );
+
+    let missing = TempDb::new("missing");
+    fail(
+        strata().args(["report", "--db"]).arg(missing.path()),
+        "does not exist",
+    );
+    fail(
+        strata()
+            .args(["report", "--json", "--db"])
+            .arg(missing.path()),
+        "does not exist",
+    );
+    assert!(!missing.path().exists(), "report created the database");
+}
+
+#[test]
+fn run_schedule_best_runs_the_winner() {
+    let start = Instant::now();
+    let db = TempDb::new("best");
+    let run_best = |shape: &str| {
+        let mut cmd = strata();
+        cmd.arg("run")
+            .arg(kernel_file(MATMUL))
+            .args(["--shape", shape, "--schedule", "best", "--threads", "1"])
+            .args(["--min-time", "0.01", "--json", "--db"])
+            .arg(db.path());
+        cmd
+    };
+    // Before any tune: no database, then a database without this kernel.
+    fail(&mut run_best(MATMUL_32), "does not exist");
+    succeed(&mut tune_command(
+        db.path(),
+        BLUR,
+        BLUR_34,
+        &["--trials", "2"],
+    ));
+    fail(
+        &mut run_best(MATMUL_32),
+        "no tuned schedule: no tuning for kernel `matmul`",
+    );
+
+    succeed(&mut tune_command(
+        db.path(),
+        MATMUL,
+        MATMUL_32,
+        &["--trials", "6"],
+    ));
+    fail(
+        &mut run_best("M=48,N=48,K=48"),
+        "kernel `matmul` is not tuned for shape K=48,M=48,N=48; tuned only for shapes: K=32,M=32,N=32",
+    );
+    let out = succeed(&mut run_best(MATMUL_32));
+    let value: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    assert_eq!(value["correct"], serde_json::Value::Bool(true), "{value}");
+    let entries: BTreeMap<String, ReportEntry> = report(db.path())
+        .into_iter()
+        .map(|e| (e.key.kernel_name.clone(), e))
+        .collect();
+    let best = entries["matmul"].best_schedule.clone().expect("a winner");
+    assert_eq!(value["schedule"].as_str(), Some(best.as_str()), "{value}");
+    eprintln!(
+        "run --schedule best: {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+}
