@@ -97,7 +97,8 @@ pub fn report(
         entries.iter().for_each(|e| println!("{}", text_entry(e)));
     }
     if let Some(path) = html {
-        std::fs::write(path, html_page(&entries))
+        let nests: Vec<String> = entries.iter().map(|e| winner_loop_nest(&db, e)).collect();
+        std::fs::write(path, html_page(&entries, &nests))
             .map_err(|e| format!("error: cannot write {}: {e}", path.display()))?;
         println!("wrote {}", path.display());
     }
@@ -168,11 +169,49 @@ fn text_entry(e: &ReportEntry) -> String {
     s
 }
 
+/// The loop nest of an entry's winning schedule at its shape, from the kernel source its runs
+/// recorded (or why it cannot be shown).
+fn winner_loop_nest(db: &Db, e: &ReportEntry) -> String {
+    let source = db.runs().ok().and_then(|runs| {
+        runs.into_iter()
+            .rev()
+            .find(|(_, r)| r.start.key == e.key)
+            .map(|(_, r)| r.start.kernel_source)
+    });
+    let Some(source) = source else {
+        return "(the kernel source is not in the database)".into();
+    };
+    let lowered = (|| {
+        let kernels = strata::parse_kernels(&source, "kernel").map_err(|d| d.to_string())?;
+        let kernel = kernels
+            .iter()
+            .find(|k| k.name == e.key.kernel_name)
+            .ok_or("kernel not found")?;
+        let schedule = strata::scheduler::schedule::text::parse_schedule(
+            e.best_schedule.as_deref().unwrap_or(""),
+        )
+        .map_err(|d| d.to_string())?;
+        let lowered = strata::lower(kernel, &schedule).map_err(|err| err.to_string())?;
+        let sizes: Vec<(String, i64)> = e
+            .key
+            .shape
+            .split(',')
+            .filter_map(|p| p.split_once('='))
+            .filter_map(|(n, v)| Some((n.to_string(), v.parse().ok()?)))
+            .collect();
+        strata::scheduler::lower::specialize(&lowered, &sizes).map_err(|err| err.to_string())
+    })();
+    match lowered {
+        Ok(k) => k.to_string(),
+        Err(err) => format!("(cannot lower the winner: {err})"),
+    }
+}
+
 /// One self-contained page: per kernel and shape, the best-so-far curve against trials, the
-/// distribution of candidate times, and the winning schedule.
-fn html_page(entries: &[ReportEntry]) -> String {
+/// distribution of candidate times, the winning schedule and its loop nest.
+fn html_page(entries: &[ReportEntry], nests: &[String]) -> String {
     let mut page = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>strata tuning report</title><style>body{font-family:sans-serif;margin:2em}pre{background:#f4f4f4;padding:1em}svg{border:1px solid #ccc;margin-right:1em}</style></head><body><h1>strata tuning report</h1>");
-    for e in entries {
+    for (e, nest) in entries.iter().zip(nests) {
         let _ = write!(page, "<h2>{} &mdash; {}</h2><p>target {}<br>default {}, best {}, speedup {}, {}<br>trials {}, runs {}</p>",
             escape(&e.key.kernel_name), escape(&e.key.shape), escape(&e.key.target.to_string()), ms(e.default_median_s), ms(e.best_median_s),
             e.speedup.map_or("-".into(), |x| format!("{x:.2}x")), throughput(e), e.trials, e.runs);
@@ -183,6 +222,7 @@ fn html_page(entries: &[ReportEntry]) -> String {
             "<h3>winning schedule</h3><pre>{}</pre>",
             escape(e.best_schedule.as_deref().unwrap_or(""))
         );
+        let _ = write!(page, "<h3>its loop nest</h3><pre>{}</pre>", escape(nest));
     }
     page.push_str("</body></html>");
     page

@@ -812,3 +812,36 @@ fn run_schedule_best_runs_the_winner() {
         start.elapsed().as_secs_f64()
     );
 }
+
+#[test]
+fn html_report_has_plots_the_winner_and_its_loop_nest() {
+    let db = TempDb::new("html");
+    succeed(&mut tune_command(
+        db.path(),
+        MATMUL,
+        MATMUL_32,
+        &["--trials", "4"],
+    ));
+    let page = db.sibling("html");
+    let out = strata()
+        .args(["report", "--html"])
+        .arg(&page)
+        .arg("--db")
+        .arg(db.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let _ = std::fs::remove_file(&page);
+    assert!(html.starts_with("<!doctype html>"), "{html}");
+    assert_eq!(
+        html.matches("<svg").count(),
+        2,
+        "a best-so-far curve and a histogram"
+    );
+    assert!(html.contains("<h3>winning schedule</h3>"), "{html}");
+    assert!(
+        html.contains("<h3>its loop nest</h3><pre>kernel matmul"),
+        "{html}"
+    );
+}

@@ -113,8 +113,15 @@ mod tests {
             .collect();
         let ys: Vec<f64> = xs.iter().map(|x| 2.0 + 0.5 * x[1] - 3.0 * x[2]).collect();
         let w = fit(&xs, &ys).unwrap();
-        assert!((w[1] - 0.5).abs() < 0.01, "{w:?}");
-        assert!((w[2] + 3.0).abs() < 0.05, "{w:?}");
+        // The ridge term pulls weights slightly toward zero; predictions stay close.
+        assert!((w[1] - 0.5).abs() < 0.02, "{w:?}");
+        assert!((w[2] + 3.0).abs() < 0.1, "{w:?}");
+        let worst = xs
+            .iter()
+            .zip(&ys)
+            .map(|(x, y)| (x.iter().zip(&w).map(|(a, b)| a * b).sum::<f64>() - y).abs())
+            .fold(0.0, f64::max);
+        assert!(worst < 0.5, "largest error {worst}");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Search strategies over the space: `random` (uniform points), `evolve` (a population of the
 //! fastest measured points, mutated one decision at a time and crossed over), and `model` (the
 //! default: many candidates from mutation and random sampling, ranked by the learned cost model,
-//! the most promising measured; Ansor / Adams2019 style). Deterministic for a given seed.
+//! the most promising measured; Ansor / Adams2019 style). For a given seed, `random` proposes the
+//! same sequence every time; `evolve` and `model` propose the same sequence given the same
+//! measurements (they learn from timings, so timing noise can change what they try next).
 
 use crate::model::Model;
 use crate::space::{schedule_hash, Genome, Space};

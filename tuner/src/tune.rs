@@ -397,20 +397,30 @@ impl Session<'_> {
         let mut timed = self.timed.clone();
         timed.sort_by(|a, b| a.0.total_cmp(&b.0));
         timed.dedup_by(|a, b| a.1 == b.1);
-        for (_, text, genome) in timed.into_iter().take(REMEASURE) {
+        // The default schedule (empty text) is re-measured too: the winner is compared with a
+        // baseline measured the same way.
+        let default = timed.iter().find(|t| t.1.is_empty()).cloned();
+        let mut chosen: Vec<_> = timed
+            .into_iter()
+            .filter(|t| !t.1.is_empty())
+            .take(REMEASURE)
+            .collect();
+        chosen.extend(default);
+        for (_, text, genome) in chosen {
             let Ok(schedule) = strata_scheduler::schedule::text::parse_schedule(&text) else {
                 continue;
             };
             let hash = schedule_hash(&schedule);
             // The real genome, so a later run that resumes from this (preferred) row can
             // evolve from it.
+            let is_default = text.is_empty();
             self.measure(
                 &Candidate {
                     genome,
                     schedule,
                     hash,
                 },
-                false,
+                is_default,
                 true,
             )?;
         }
