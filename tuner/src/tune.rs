@@ -94,6 +94,8 @@ struct Session<'a> {
     failures: BTreeMap<String, u64>,
     /// (seconds, schedule text, genome) of every timed candidate of this run.
     timed: Vec<(f64, String, Genome)>,
+    /// One call's floating-point operations and bytes, for the throughput shown while tuning.
+    work: (u64, u64),
 }
 
 /// The database key of a kernel at a shape on this machine.
@@ -193,6 +195,7 @@ pub fn tune(
         best_seconds: None,
         failures: BTreeMap::new(),
         timed: Vec::new(),
+        work: (float_ops, bytes),
     };
     // The expected answer stays until the re-measurement's fresh worker has read it.
     let result = session
@@ -445,9 +448,15 @@ impl Session<'_> {
 
     fn update_bar(&self, bar: &ProgressBar, default: Option<f64>, start: Instant) {
         bar.set_position(self.trials);
-        let best = self
-            .best_seconds
-            .map_or("-".to_string(), |b| format!("{:.3} ms", b * 1e3));
+        let best = self.best_seconds.map_or("-".to_string(), |b| {
+            let (flops, bytes) = self.work;
+            let rate = if flops > 0 {
+                format!("{:.2} GFLOP/s", flops as f64 / b / 1e9)
+            } else {
+                format!("{:.2} GB/s", bytes as f64 / b / 1e9)
+            };
+            format!("{:.3} ms, {rate}", b * 1e3)
+        });
         let speedup = match (default, self.best_seconds) {
             (Some(d), Some(b)) if b > 0.0 => format!("{:.1}x", d / b),
             _ => "-".to_string(),
