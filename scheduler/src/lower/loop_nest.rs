@@ -347,9 +347,7 @@ fn hint_original_ranges(
         let (Some(var), Some((min, extent))) = (names.get(&dim.name), ranges.get(&dim.name)) else {
             continue;
         };
-        let var = var.clone();
-        for (name, value) in lets.iter_mut().filter(|(n, _)| *n == var) {
-            let _ = name;
+        for (_, value) in lets.iter_mut().filter(|(n, _)| n == var) {
             *value = bounds_hint(value.clone(), min.clone(), last_index(min, extent));
         }
     }
