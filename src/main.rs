@@ -135,6 +135,16 @@ enum Command {
         #[arg(long, global = true)]
         db: Option<PathBuf>,
     },
+    /// Measure this machine's roofline: the f32x4/f32 fma peak of Cranelift code and copy
+    /// bandwidth.
+    Roofline {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Shorter measurements and a smaller large copy.
+        #[arg(long)]
+        quick: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -246,6 +256,7 @@ fn main() -> ExitCode {
                 DbAction::Import { file } => tuning::import(&db, &file),
             }
         }
+        Command::Roofline { json, quick } => roofline_command(json, quick),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -491,4 +502,73 @@ fn pick_kernel<'a>(
             names.join(", ")
         )),
     }
+}
+
+fn roofline_command(json: bool, quick: bool) -> Result<(), String> {
+    let r = strata::jit::roofline::measure(quick);
+    if json {
+        let value = serde_json::json!({
+            "quick": r.quick,
+            "repetitions": r.repetitions,
+            "min_time_s": r.min_time_s,
+            "native_fma": r.native_fma,
+            "fma_chains": r.fma_chains,
+            "compute_threads": r.compute_threads,
+            "f32x4_fma_gflops": r.f32x4_fma_gflops,
+            "f32_fma_gflops": r.f32_fma_gflops,
+            "all_threads": r.all_threads,
+            "copy_method": "Rust copy_from_slice, one chunk per thread",
+            "workload_copy_bytes": r.workload_copy_bytes,
+            "copy_workload_1thread_gbps": r.copy_workload_1thread_gbps,
+            "copy_workload_all_threads_gbps": r.copy_workload_all_threads_gbps,
+            "large_copy_bytes": r.large_copy_bytes,
+            "copy_large_1thread_gbps": r.copy_large_1thread_gbps,
+            "copy_large_all_threads_gbps": r.copy_large_all_threads_gbps,
+            "large_copy_skipped": r.large_copy_skipped,
+        });
+        println!("{value:#}");
+        return Ok(());
+    }
+    let op = if r.native_fma {
+        "fma"
+    } else {
+        "fmul+fadd (no native fma)"
+    };
+    println!(
+        "each figure: best of {} repetitions of >= {} s; copy = Rust copy_from_slice \
+         (one chunk per thread), GB/s counts bytes read + written, working set = source + destination",
+        r.repetitions, r.min_time_s
+    );
+    let chains = r.fma_chains;
+    println!(
+        "f32x4 {op} peak ({chains} chains, 1 thread): {:.2} GFLOP/s",
+        r.f32x4_fma_gflops
+    );
+    println!(
+        "f32 {op} peak ({chains} chains, 1 thread): {:.2} GFLOP/s",
+        r.f32_fma_gflops
+    );
+    let mib = |b: usize| b >> 20;
+    let n = r.all_threads;
+    let ws = mib(r.workload_copy_bytes);
+    println!(
+        "copy {ws} MiB, 1 thread: {:.2} GB/s",
+        r.copy_workload_1thread_gbps
+    );
+    println!(
+        "copy {ws} MiB, {n} threads: {:.2} GB/s",
+        r.copy_workload_all_threads_gbps
+    );
+    let large = mib(r.large_copy_bytes);
+    match (r.copy_large_1thread_gbps, r.copy_large_all_threads_gbps) {
+        (Some(one), Some(all)) => {
+            println!("copy {large} MiB, 1 thread: {one:.2} GB/s");
+            println!("copy {large} MiB, {n} threads: {all:.2} GB/s");
+        }
+        _ => println!(
+            "copy {large} MiB: skipped ({})",
+            r.large_copy_skipped.as_deref().unwrap_or("unknown reason")
+        ),
+    }
+    Ok(())
 }

@@ -4,6 +4,7 @@
 
 pub mod codegen;
 pub mod kernel;
+pub mod roofline;
 pub mod runtime;
 pub mod vmath;
 
