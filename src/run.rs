@@ -71,9 +71,10 @@ pub fn measure(
     } else {
         (None, None, None)
     };
-    let mut times = time_runs(&kernel, &args, settings)?;
-    times.sort();
     let bytes = args.buffers.values().map(buffer_bytes).sum::<usize>() + buffer_bytes(&first);
+    let mut output = first;
+    let mut times = time_runs(&kernel, &args, &mut output, settings)?;
+    times.sort();
     Ok(Measurement {
         runs: times.len(),
         median: times[times.len() / 2],
@@ -103,6 +104,7 @@ fn check(pipeline: &Pipeline, args: &Args, got: &Buffer) -> Result<Check, String
 fn time_runs(
     kernel: &CompiledKernel,
     args: &Args,
+    output: &mut Buffer,
     settings: &RunSettings,
 ) -> Result<Vec<Duration>, String> {
     let start = Instant::now();
@@ -110,7 +112,7 @@ fn time_runs(
     while times.len() < 5 || start.elapsed() < settings.min_time {
         let t = Instant::now();
         kernel
-            .run(args, settings.threads)
+            .run_into(args, output, settings.threads)
             .map_err(|e| format!("error: {e}"))?;
         times.push(t.elapsed());
         if times.len() >= 100_000 {

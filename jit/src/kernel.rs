@@ -37,6 +37,8 @@ pub enum CallError {
     },
     #[error("the output would have a negative or too large extent {0:?}")]
     BadOutputShape(Vec<i64>),
+    #[error("the output buffer should be {expected}, found {actual}")]
+    WrongOutput { expected: String, actual: String },
     #[error("size `{0}` is not bound by any input")]
     UnboundSize(String),
 }
@@ -98,13 +100,33 @@ impl CompiledKernel {
     /// Runs the kernel on `args` with up to `threads` threads and returns its output.
     pub fn run(&self, args: &Args, threads: usize) -> Result<Buffer, CallError> {
         let sizes = self.bind_sizes(args)?;
-        self.check_inputs(args, &sizes)?;
         let mut output = self.output_buffer(&sizes)?;
-        let frame = self.frame(args, &sizes, &mut output, threads);
+        self.run_into(args, &mut output, threads)?;
+        Ok(output)
+    }
+
+    /// Runs the kernel writing into `output`, which must have the output's type and shape. A
+    /// caller timing repeated runs reuses one output instead of allocating one per run.
+    pub fn run_into(
+        &self,
+        args: &Args,
+        output: &mut Buffer,
+        threads: usize,
+    ) -> Result<(), CallError> {
+        let sizes = self.bind_sizes(args)?;
+        self.check_inputs(args, &sizes)?;
+        let expected = self.output_buffer(&sizes)?;
+        if output.dtype() != expected.dtype() || output.shape() != expected.shape() {
+            return Err(CallError::WrongOutput {
+                expected: format!("{} {:?}", expected.dtype(), expected.shape()),
+                actual: format!("{} {:?}", output.dtype(), output.shape()),
+            });
+        }
+        let frame = self.frame(args, &sizes, output, threads);
         // SAFETY: every buffer was checked to match the signature and to cover every region the
         // code reads, and the output has exactly the extents the code writes.
         unsafe { (self.entry)(frame.as_ptr()) };
-        Ok(output)
+        Ok(())
     }
 
     fn input_buffer<'a>(&self, args: &'a Args, name: &str) -> Result<&'a Buffer, CallError> {

@@ -441,3 +441,28 @@ fn thread_count_does_not_change_a_float_kernel() {
         sizes(&[("N", 2), ("C", 3), ("F", 5), ("H", 11), ("W", 19)]),
     );
 }
+
+#[test]
+fn run_into_reuses_an_output_of_the_right_shape_and_refuses_others() {
+    let pipeline =
+        strata_dsl::parse_kernel("kernel k(A: i32[N]) -> O: i32[N] { O(i) = A(i) * 3; }", "k")
+            .unwrap();
+    let lowered =
+        strata_scheduler::lower::lower(&pipeline, &strata_scheduler::Schedule::new()).unwrap();
+    let kernel =
+        strata_jit::CompiledKernel::new(&lowered, &strata_jit::CodegenOptions::default()).unwrap();
+    let args = strata_dsl::Args::new().buffer(
+        "A",
+        strata_dsl::Buffer::from_vec(&[3], vec![1i32, 2, 3]).unwrap(),
+    );
+    let mut out = strata_dsl::Buffer::from_vec(&[3], vec![7i32; 3]).unwrap();
+    kernel.run_into(&args, &mut out, 1).unwrap();
+    assert_eq!(out.as_slice::<i32>().unwrap(), &[3, 6, 9]);
+    let mut wrong = strata_dsl::Buffer::from_vec(&[4], vec![0i32; 4]).unwrap();
+    let err = kernel.run_into(&args, &mut wrong, 1).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the output buffer should be i32 [3], found i32 [4]"
+    );
+    assert_eq!(wrong.as_slice::<i32>().unwrap(), &[0; 4], "nothing ran");
+}

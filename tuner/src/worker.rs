@@ -168,7 +168,7 @@ impl WorkerState {
         if let Err(e) = agree(&got, &self.expected, self.setup.tolerance) {
             return Outcome::WrongAnswer(e);
         }
-        self.time(&kernel, request.cutoff_s, compile_s)
+        self.time(&kernel, &mut got, request.cutoff_s, compile_s)
     }
 
     /// One warm-up run, then repetitions for at least `min_time` (at least 3), unless the first
@@ -176,15 +176,17 @@ impl WorkerState {
     fn time(
         &self,
         kernel: &strata_jit::CompiledKernel,
+        output: &mut Buffer,
         cutoff_s: Option<f64>,
         compile_s: f64,
     ) -> Outcome {
-        let _ = kernel.run(&self.args, self.setup.threads);
+        // One output for every run, so the timings hold the kernel and not its allocation.
+        let _ = kernel.run_into(&self.args, output, self.setup.threads);
         let start = Instant::now();
         let mut times = Vec::new();
         while times.len() < 3 || start.elapsed().as_secs_f64() < self.setup.min_time_s {
             let t = Instant::now();
-            let _ = kernel.run(&self.args, self.setup.threads);
+            let _ = kernel.run_into(&self.args, output, self.setup.threads);
             times.push(t.elapsed().as_secs_f64());
             if times.len() == 1 && cutoff_s.is_some_and(|c| times[0] > c) {
                 break;
