@@ -10,6 +10,7 @@ pub mod lift_reductions;
 pub mod loop_nest;
 pub mod realize;
 pub mod unroll;
+pub mod unswitch;
 pub mod vectorize;
 pub mod verify;
 
@@ -79,6 +80,8 @@ pub fn lower(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel, 
     log.log("unrolling", &s);
     let s = crate::simplify::simplify(&s);
     log.log("simplification", &s);
+    let s = unswitch::unswitch(&s);
+    log.log("unswitching", &s);
     let kernel = kernel_signature(&inlined, input_regions, s);
     verify::verify(&kernel).map_err(LowerError::Verify)?;
     Ok(kernel)
@@ -123,7 +126,7 @@ pub fn specialize(
     }
     // Fixed sizes are constants now, no longer bound from the inputs' shapes.
     out.sizes.retain(|s| !sizes.iter().any(|(n, _)| n == s));
-    out.body = crate::simplify::simplify(&out.body);
+    out.body = unswitch::unswitch(&crate::simplify::simplify(&out.body));
     verify::verify(&out).map_err(LowerError::Verify)?;
     Ok(out)
 }
