@@ -932,3 +932,47 @@ fn boundary_conditions_on_an_empty_input() {
         }
     }
 }
+
+/// Vector division of u32 by constants (the multiply-shift path) on the whole u32 range.
+#[test]
+fn vector_u32_division_by_constants_on_the_full_range() {
+    let src = "kernel d(A: u32[N]) -> O: u32[N] { O(i) = A(i) / 3 + A(i) / 7 * 2 + A(i) / 641 + A(i) / 4294967295 + A(i) / 10; }";
+    let pipeline = strata_dsl::parse_kernel(src, "d").unwrap();
+    let mut values: Vec<u32> = vec![
+        0,
+        1,
+        2,
+        3,
+        6,
+        7,
+        9,
+        640,
+        641,
+        642,
+        u32::MAX,
+        u32::MAX - 1,
+        u32::MAX - 2,
+        1 << 31,
+    ];
+    let mut state = 12345u32;
+    while values.len() < 1003 {
+        state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        values.push(state);
+    }
+    let n = values.len();
+    let args =
+        strata_dsl::Args::new().buffer("A", strata_dsl::Buffer::from_vec(&[n], values).unwrap());
+    let expected = strata_dsl::evaluate(&pipeline, &args).unwrap();
+    for schedule in [
+        "O: vectorize(i, 4)",
+        "O: vectorize(i, 8)",
+        "O: vectorize(i, 16)",
+    ] {
+        let schedule = strata_scheduler::schedule::text::parse_schedule(schedule).unwrap();
+        let lowered = strata_scheduler::lower::lower(&pipeline, &schedule).unwrap();
+        let kernel =
+            strata_jit::CompiledKernel::new(&lowered, &strata_jit::CodegenOptions::default())
+                .unwrap();
+        assert_eq!(kernel.run(&args, 1).unwrap(), expected, "{schedule}");
+    }
+}

@@ -118,6 +118,15 @@ impl FnCodegen<'_, '_, '_> {
         if let Some(fused) = self.fused_multiply_add(op, a, b, ty) {
             return fused;
         }
+        if let Some(d) = constant_u32_divisor(op, a, b, ty) {
+            let x = self.expr(a);
+            return CVal::Pieces(
+                x.pieces()
+                    .iter()
+                    .map(|&p| divide_u32x4_by_constant(&mut self.b, p, d))
+                    .collect(),
+            );
+        }
         let (x, y) = (self.expr(a), self.expr(b));
         let dtype = operand.dtype;
         // Integer division, float modulo, comparisons and byte multiplication (x64 has no
@@ -364,6 +373,62 @@ impl FnCodegen<'_, '_, '_> {
     }
 }
 
+/// `d` when `a / b` divides native u32 vectors by a constant `d >= 2` that the multiply-shift
+/// method handles exactly (x64 has no vector integer division).
+fn constant_u32_divisor(op: BinOp, a: &Expr, b: &Expr, ty: IrType) -> Option<u32> {
+    if op != BinOp::Div
+        || ty.dtype != Dtype::U32
+        || !matches!(layout(ty), Layout::Native { .. })
+        || a.ty() != ty
+    {
+        return None;
+    }
+    let constant = match b {
+        Expr::Broadcast { value, .. } => value.as_ref(),
+        other => other,
+    };
+    match constant {
+        Expr::Const(strata_dsl::Value::U32(d)) if *d >= 2 && magic_u32(*d).is_some() => Some(*d),
+        _ => None,
+    }
+}
+
+/// `(m, k)` with `floor(x / d) == (x * m) >> k` for every u32 `x`, and `x * m` fitting in u64:
+/// `m = ceil(2^k / d)` with the error `m * d - 2^k` at most `2^(k - 32)`.
+pub fn magic_u32(d: u32) -> Option<(u64, u32)> {
+    let d = d as u128;
+    (32..64u32).find_map(|k| {
+        let m = (1u128 << k).div_ceil(d);
+        let exact = m * d - (1u128 << k) <= 1u128 << (k - 32);
+        (exact && m < (1u128 << 32)).then_some((m as u64, k))
+    })
+}
+
+/// `x / d` for the four u32 lanes of `x`: widen to u64 lanes, multiply by the magic number,
+/// shift, and keep the low 32 bits of each lane.
+fn divide_u32x4_by_constant(
+    b: &mut cranelift_frontend::FunctionBuilder,
+    x: Value,
+    d: u32,
+) -> Value {
+    let Some((m, k)) = magic_u32(d) else { return x };
+    let magic = scalar::iconst(b, types::I64, m as i64);
+    let magic = b.ins().splat(types::I64X2, magic);
+    let halves = [b.ins().uwiden_low(x), b.ins().uwiden_high(x)];
+    let [lo, hi] = halves.map(|h| {
+        let product = b.ins().imul(h, magic);
+        b.ins().ushr_imm_u(product, k as i64)
+    });
+    let little = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
+    let lo = b.ins().bitcast(types::I8X16, little, lo);
+    let hi = b.ins().bitcast(types::I8X16, little, hi);
+    // The low 4 bytes of each 8-byte lane: bytes 0-3 and 8-11 of `lo`, then of `hi` (16+).
+    let mask: Vec<u8> = vec![0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27];
+    let mask = b.func.dfg.immediates.push(mask.into());
+    let packed = b.ins().shuffle(lo, hi, mask);
+    b.ins().bitcast(types::I32X4, little, packed)
+}
+
 /// The runtime symbol for a math function without a native instruction.
 fn math_symbol(f: Intrinsic, dtype: Dtype) -> Option<&'static str> {
     let f32 = dtype == Dtype::F32;
@@ -412,4 +477,64 @@ fn math_symbol(f: Intrinsic, dtype: Dtype) -> Option<&'static str> {
         }
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::magic_u32;
+
+    #[test]
+    fn magic_numbers_divide_every_u32_exactly() {
+        let mut xs: Vec<u32> = vec![
+            0,
+            1,
+            2,
+            3,
+            6,
+            7,
+            255,
+            65_535,
+            65_536,
+            1 << 31,
+            u32::MAX - 1,
+            u32::MAX,
+        ];
+        let mut state = 0x9e37_79b9_u32;
+        for _ in 0..20_000 {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            xs.push(state);
+        }
+        for d in [
+            2u32,
+            3,
+            5,
+            6,
+            7,
+            9,
+            10,
+            11,
+            12,
+            25,
+            100,
+            641,
+            1000,
+            65_535,
+            65_537,
+            1 << 20,
+            u32::MAX / 3,
+            u32::MAX,
+        ] {
+            let Some((m, k)) = magic_u32(d) else { continue };
+            for &x in xs.iter().chain(&[
+                d - 1,
+                d,
+                d.saturating_add(1),
+                d.saturating_mul(2).saturating_sub(1),
+            ]) {
+                assert_eq!(((x as u64 * m) >> k) as u32, x / d, "{x} / {d}");
+            }
+        }
+    }
 }
