@@ -99,9 +99,9 @@ impl CompiledKernel {
 
     /// Runs the kernel on `args` with up to `threads` threads and returns its output.
     pub fn run(&self, args: &Args, threads: usize) -> Result<Buffer, CallError> {
-        let sizes = self.bind_sizes(args)?;
-        let mut output = self.output_buffer(&sizes)?;
-        self.run_into(args, &mut output, threads)?;
+        let sizes = self.checked_sizes(args)?;
+        let mut output = Buffer::zeros(self.kernel.output.dtype, &self.output_shape(&sizes)?);
+        self.call(args, &sizes, &mut output, threads);
         Ok(output)
     }
 
@@ -113,20 +113,37 @@ impl CompiledKernel {
         output: &mut Buffer,
         threads: usize,
     ) -> Result<(), CallError> {
-        let sizes = self.bind_sizes(args)?;
-        self.check_inputs(args, &sizes)?;
-        let expected = self.output_buffer(&sizes)?;
-        if output.dtype() != expected.dtype() || output.shape() != expected.shape() {
+        let sizes = self.checked_sizes(args)?;
+        let shape = self.output_shape(&sizes)?;
+        if output.dtype() != self.kernel.output.dtype || output.shape() != shape.as_slice() {
             return Err(CallError::WrongOutput {
-                expected: format!("{} {:?}", expected.dtype(), expected.shape()),
+                expected: format!("{} {:?}", self.kernel.output.dtype, shape),
                 actual: format!("{} {:?}", output.dtype(), output.shape()),
             });
         }
-        let frame = self.frame(args, &sizes, output, threads);
+        self.call(args, &sizes, output, threads);
+        Ok(())
+    }
+
+    /// The sizes the inputs bind, after checking every input against the signature.
+    fn checked_sizes(&self, args: &Args) -> Result<HashMap<String, VValue>, CallError> {
+        let sizes = self.bind_sizes(args)?;
+        self.check_inputs(args, &sizes)?;
+        Ok(sizes)
+    }
+
+    /// Runs the generated code; the arguments and the output's shape were checked.
+    fn call(
+        &self,
+        args: &Args,
+        sizes: &HashMap<String, VValue>,
+        output: &mut Buffer,
+        threads: usize,
+    ) {
+        let frame = self.frame(args, sizes, output, threads);
         // SAFETY: every buffer was checked to match the signature and to cover every region the
         // code reads, and the output has exactly the extents the code writes.
         unsafe { (self.entry)(frame.as_ptr()) };
-        Ok(())
     }
 
     fn input_buffer<'a>(&self, args: &'a Args, name: &str) -> Result<&'a Buffer, CallError> {
@@ -256,7 +273,8 @@ impl CompiledKernel {
         Ok(())
     }
 
-    fn output_buffer(&self, sizes: &HashMap<String, VValue>) -> Result<Buffer, CallError> {
+    /// The output's shape for these sizes (without allocating it).
+    fn output_shape(&self, sizes: &HashMap<String, VValue>) -> Result<Vec<usize>, CallError> {
         let extents: Vec<i64> = self
             .kernel
             .output
@@ -269,10 +287,7 @@ impl CompiledKernel {
             |acc, &e| if e < 0 { None } else { acc.checked_mul(e) },
         );
         match elements {
-            Some(n) if n <= i32::MAX as i64 => {
-                let shape: Vec<usize> = extents.iter().map(|&e| e as usize).collect();
-                Ok(Buffer::zeros(self.kernel.output.dtype, &shape))
-            }
+            Some(n) if n <= i32::MAX as i64 => Ok(extents.iter().map(|&e| e as usize).collect()),
             _ => Err(CallError::BadOutputShape(extents)),
         }
     }

@@ -171,8 +171,13 @@ fn compute_here(
     };
     let required = bounded(&func.name, required)?;
     let region = grow_for_updates(func, &required, nests)?;
-    let mut stmt = Stmt::block(vec![produce(func, nests), body.clone()]);
-    for (var, interval) in func.vars.iter().zip(&region).rev() {
+    let stmt = Stmt::block(vec![produce(func, nests), body.clone()]);
+    Ok(Some(with_region(func, &region, stmt)))
+}
+
+/// `let f.x.min = ..; let f.x.max = ..; ... stmt`: `stmt` with the region of `func` bound.
+fn with_region(func: &Func, region: &[Interval], mut stmt: Stmt) -> Stmt {
+    for (var, interval) in func.vars.iter().zip(region).rev() {
         let (min, max) = ends(interval);
         stmt = Stmt::Let {
             name: region_max(&func.name, var),
@@ -185,7 +190,7 @@ fn compute_here(
             body: Box::new(stmt),
         };
     }
-    Ok(Some(stmt))
+    stmt
 }
 
 fn ends(i: &Interval) -> (Expr, Expr) {
@@ -211,27 +216,14 @@ fn grow_for_updates(
     required: &[Interval],
     nests: &HashMap<(String, usize), StageNest>,
 ) -> Result<Vec<Interval>, LowerError> {
-    let mut updates: Vec<Stmt> = (1..=func.updates.len())
+    let updates: Vec<Stmt> = (1..=func.updates.len())
         .filter_map(|s| nests.get(&(func.name.clone(), s)))
         .map(|n| n.stmt.clone())
         .collect();
     if updates.is_empty() {
         return Ok(required.to_vec());
     }
-    let mut stmt = Stmt::block(std::mem::take(&mut updates));
-    for (var, interval) in func.vars.iter().zip(required).rev() {
-        let (min, max) = ends(interval);
-        stmt = Stmt::Let {
-            name: region_max(&func.name, var),
-            value: max,
-            body: Box::new(stmt),
-        };
-        stmt = Stmt::Let {
-            name: region_min(&func.name, var),
-            value: min,
-            body: Box::new(stmt),
-        };
-    }
+    let stmt = with_region(func, required, Stmt::block(updates));
     let grown = match access_bounds(&stmt, &func.name) {
         Some(t) => required.iter().zip(&t).map(|(r, t)| r.union(t)).collect(),
         None => required.to_vec(),
