@@ -90,6 +90,10 @@ pub enum ForKind {
     Vectorized,
     /// Becomes copies of the body (the extent must be a constant).
     Unrolled,
+    /// Runs serially over the lanes of a vectorized loop that could not run as vectors (the
+    /// tail of a guarded loop). Its iterations are independent, as every vectorized loop's
+    /// are, so later passes may move it outward.
+    Lanes,
 }
 
 /// The box of a function a realization covers, per dimension.

@@ -146,6 +146,7 @@ fn kind_prefix(kind: ForKind) -> &'static str {
         ForKind::Parallel => "parallel ",
         ForKind::Vectorized => "vectorized ",
         ForKind::Unrolled => "unrolled ",
+        ForKind::Lanes => "lanes ",
     }
 }
 

@@ -63,3 +63,13 @@ fn hand_schedules() {
         );
     }
 }
+
+/// The hand conv2d schedule on a width its vectors do not divide: the tail's lanes loop is
+/// interchanged outside the reduction loops (pass `interchange_lanes`).
+#[test]
+fn conv2d_tail_lanes_interchanged() {
+    let sizes: &[(&str, i64)] = &[("N", 1), ("C", 4), ("F", 8), ("H", 5), ("W", 9)];
+    let text = printed("conv2d", &hand_schedule("conv2d"), sizes);
+    assert!(text.contains("lanes for out.s1.xi"), "{text}");
+    insta::assert_snapshot!("conv2d_hand_tail", text);
+}

@@ -42,6 +42,7 @@ fn loops(plan: &Plan, func: &str, stage: usize) -> Vec<String> {
         ForKind::Parallel => ":parallel",
         ForKind::Vectorized => ":vectorized",
         ForKind::Unrolled => ":unrolled",
+        ForKind::Lanes => ":lanes",
     };
     plan.funcs[func].stages[stage]
         .dims

@@ -321,15 +321,15 @@ impl FnCodegen<'_, '_, '_> {
             };
         }
         let base = self.env.buffer(buffer);
+        let flags = self.load_flags(buffer);
         let elem = scalar_type(ty.dtype);
         if ty.lanes == 1 {
-            let i = self.expr(index).scalar();
-            let addr = self.address(base, i, ty.dtype);
-            return CVal::Scalar(self.b.ins().load(elem, mem_flags(), addr, 0));
+            let (addr, offset) = self.element_address(base, index, ty.dtype);
+            return CVal::Scalar(self.b.ins().load(elem, flags, addr, offset));
         }
-        if let Some(start) = self.dense_start(index) {
-            let addr = self.address(base, start, ty.dtype);
-            return self.load_dense(addr, ty);
+        if let Some(start) = dense_start(index) {
+            let (addr, offset) = self.element_address(base, start, ty.dtype);
+            return self.load_dense(addr, offset, ty, flags);
         }
         let indices = self.expr(index);
         let lanes = unpack(&mut self.b, &indices, index.ty());
@@ -337,39 +337,61 @@ impl FnCodegen<'_, '_, '_> {
             .into_iter()
             .map(|i| {
                 let addr = self.address(base, i, ty.dtype);
-                self.b.ins().load(elem, mem_flags(), addr, 0)
+                self.b.ins().load(elem, flags, addr, 0)
             })
             .collect();
         pack(&mut self.b, values, ty)
     }
 
-    /// The first index of a contiguous `ramp(base, 1, n)`, if `index` is one.
-    pub fn dense_start(&mut self, index: &Expr) -> Option<Value> {
-        match index {
-            Expr::Ramp { base, stride, .. } if stride.as_int() == Some(1) => {
-                Some(self.expr(base).scalar())
-            }
-            _ => None,
+    /// Flags for loads of `buffer`. Inputs are never written by the kernel. Outside any `if`,
+    /// an input load may also move: every index it can compute from the enclosing loops'
+    /// variables lies in the region bounds inference required and the call checked (regions
+    /// do not shrink for empty inner loops), so Cranelift may hoist it out of loops or sink it
+    /// into its user (a broadcast or an fma operand) and schedule it next to its use.
+    pub fn load_flags(&self, buffer: &str) -> MemFlagsData {
+        match (self.env.is_read_only(buffer), self.env.under_condition) {
+            (true, false) => mem_flags().with_readonly().with_can_move(),
+            (true, true) => mem_flags().with_readonly(),
+            (false, _) => mem_flags(),
         }
     }
 
-    pub fn load_dense(&mut self, addr: Value, ty: IrType) -> CVal {
+    /// `ty.lanes` contiguous elements from `addr + offset`.
+    pub fn load_dense(
+        &mut self,
+        addr: Value,
+        offset: i32,
+        ty: IrType,
+        flags: MemFlagsData,
+    ) -> CVal {
         let bytes = ty.dtype.bytes() as i32;
         match layout(ty) {
             Layout::Native { pieces, vector, .. } => CVal::Pieces(
                 (0..pieces)
-                    .map(|p| self.b.ins().load(vector, mem_flags(), addr, p as i32 * 16))
+                    .map(|p| {
+                        self.b
+                            .ins()
+                            .load(vector, flags, addr, offset + p as i32 * 16)
+                    })
                     .collect(),
             ),
             _ => {
                 let elem = scalar_type(ty.dtype);
                 CVal::Pieces(
                     (0..ty.lanes as i32)
-                        .map(|i| self.b.ins().load(elem, mem_flags(), addr, i * bytes))
+                        .map(|i| self.b.ins().load(elem, flags, addr, offset + i * bytes))
                         .collect(),
                 )
             }
         }
+    }
+}
+
+/// The first index of a contiguous `ramp(base, 1, n)`, if `index` is one.
+pub fn dense_start(index: &Expr) -> Option<&Expr> {
+    match index {
+        Expr::Ramp { base, stride, .. } if stride.as_int() == Some(1) => Some(base),
+        _ => None,
     }
 }
 

@@ -6,6 +6,7 @@
 //! function `body(ctx, lo, hi)` called through the runtime's `strata_parallel_for`; `ctx` points
 //! to a copy of every value in scope where the loop starts.
 
+mod address;
 mod expr;
 mod promote;
 mod scalar;
@@ -236,6 +237,11 @@ pub(crate) struct Env {
     buffers: Vec<(String, Value)>,
     params: Vec<(String, Value, Dtype)>,
     threads: Option<Value>,
+    /// The inputs: value semantics means the kernel never writes them.
+    read_only: Vec<String>,
+    /// Whether the code being generated runs only when an `if` holds. Bounds inference narrows
+    /// regions by guards, so an input load there may be out of bounds when hoisted above it.
+    pub under_condition: bool,
 }
 
 impl Env {
@@ -255,6 +261,20 @@ impl Env {
             .find(|(n, ..)| n == name)
             .map(|(_, v, _)| v.clone())
             .unwrap_or_else(|| panic!("strata bug: unbound `{name}` reached code generation"))
+    }
+
+    /// Where `name`'s binding sits in the scope (later bindings are nested deeper); 0 when it
+    /// is not a variable.
+    pub fn var_depth(&self, name: &str) -> usize {
+        self.vars
+            .iter()
+            .rposition(|(n, ..)| n == name)
+            .map_or(0, |i| i + 1)
+    }
+
+    /// Whether `name` is never written by the kernel (an input).
+    pub fn is_read_only(&self, name: &str) -> bool {
+        self.read_only.iter().any(|n| n == name)
     }
 
     pub fn buffer(&self, name: &str) -> Value {
@@ -307,6 +327,7 @@ impl FnCodegen<'_, '_, '_> {
         for input in &kernel.inputs {
             let p = next(self, ptr);
             self.env.buffers.push((input.name.clone(), p));
+            self.env.read_only.push(input.name.clone());
         }
         let out = next(self, ptr);
         self.env.buffers.push((kernel.output.name.clone(), out));

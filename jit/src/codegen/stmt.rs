@@ -2,7 +2,7 @@
 //! own function, called by the runtime on chunks of the range with a context holding every value
 //! in scope.
 
-use super::expr::mem_flags;
+use super::expr::{dense_start, mem_flags};
 use super::values::{layout, splat, unpack, CVal, Layout};
 use super::{promote, Env, FnCodegen};
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -103,14 +103,14 @@ impl FnCodegen<'_, '_, '_> {
 
     /// Loads a promoted location into one variable per piece.
     fn read_into_variables(&mut self, location: &promote::Location) -> Vec<Variable> {
-        let base = self.env.buffer(&location.buffer);
-        let start = match &location.index {
-            Expr::Ramp { base, .. } => base.as_ref().clone(),
-            other => other.clone(),
+        let (addr, offset) = self.location_address(location);
+        let flags = self.load_flags(&location.buffer);
+        let value = if location.ty.lanes == 1 {
+            let elem = super::values::scalar_type(location.ty.dtype);
+            CVal::Scalar(self.b.ins().load(elem, flags, addr, offset))
+        } else {
+            self.load_dense(addr, offset, location.ty, flags)
         };
-        let i = self.expr(&start).scalar();
-        let addr = self.address(base, i, location.ty.dtype);
-        let value = self.load_dense_or_scalar(addr, location.ty);
         value
             .pieces()
             .iter()
@@ -122,23 +122,18 @@ impl FnCodegen<'_, '_, '_> {
             .collect()
     }
 
-    fn load_dense_or_scalar(&mut self, addr: Value, ty: IrType) -> CVal {
-        if ty.lanes == 1 {
-            let elem = super::values::scalar_type(ty.dtype);
-            CVal::Scalar(self.b.ins().load(elem, mem_flags(), addr, 0))
-        } else {
-            self.load_dense(addr, ty)
-        }
+    /// The address of a promoted location's first element.
+    fn location_address(&mut self, location: &promote::Location) -> (Value, i32) {
+        let base = self.env.buffer(&location.buffer);
+        let start = match &location.index {
+            Expr::Ramp { base, .. } => base.as_ref(),
+            other => other,
+        };
+        self.element_address(base, start, location.ty.dtype)
     }
 
     fn write_back(&mut self, location: &promote::Location, vars: &[Variable]) {
-        let base = self.env.buffer(&location.buffer);
-        let start = match &location.index {
-            Expr::Ramp { base, .. } => base.as_ref().clone(),
-            other => other.clone(),
-        };
-        let i = self.expr(&start).scalar();
-        let addr = self.address(base, i, location.ty.dtype);
+        let (addr, offset) = self.location_address(location);
         let step = match layout(location.ty) {
             Layout::Native { .. } => 16,
             _ => location.ty.dtype.bytes() as i32,
@@ -147,7 +142,7 @@ impl FnCodegen<'_, '_, '_> {
             let piece = self.b.use_var(*var);
             self.b
                 .ins()
-                .store(mem_flags(), piece, addr, k as i32 * step);
+                .store(mem_flags(), piece, addr, offset + k as i32 * step);
         }
     }
 
@@ -177,6 +172,7 @@ impl FnCodegen<'_, '_, '_> {
         let else_block = self.b.create_block();
         let join = self.b.create_block();
         self.b.ins().brif(c, then_block, &[], else_block, &[]);
+        let outer = std::mem::replace(&mut self.env.under_condition, true);
         for (block, branch) in [(then_block, Some(then_case)), (else_block, else_case)] {
             self.b.switch_to_block(block);
             self.b.seal_block(block);
@@ -185,6 +181,7 @@ impl FnCodegen<'_, '_, '_> {
             }
             self.b.ins().jump(join, &[]);
         }
+        self.env.under_condition = outer;
         self.b.switch_to_block(join);
         self.b.seal_block(join);
     }
@@ -207,9 +204,8 @@ impl FnCodegen<'_, '_, '_> {
             return;
         }
         if lanes == 1 {
-            let i = self.expr(index).scalar();
-            let addr = self.address(base, i, dtype);
-            self.b.ins().store(mem_flags(), v.scalar(), addr, 0);
+            let (addr, offset) = self.element_address(base, index, dtype);
+            self.b.ins().store(mem_flags(), v.scalar(), addr, offset);
             return;
         }
         let vty = ty.with_lanes(lanes);
@@ -218,8 +214,8 @@ impl FnCodegen<'_, '_, '_> {
         } else {
             v
         };
-        if let Some(start) = self.dense_start(index) {
-            let addr = self.address(base, start, dtype);
+        if let Some(start) = dense_start(index) {
+            let (addr, offset) = self.element_address(base, start, dtype);
             let step = match layout(vty) {
                 Layout::Native { .. } => 16,
                 _ => dtype.bytes() as i32,
@@ -227,7 +223,7 @@ impl FnCodegen<'_, '_, '_> {
             for (k, &piece) in v.pieces().iter().enumerate() {
                 self.b
                     .ins()
-                    .store(mem_flags(), piece, addr, k as i32 * step);
+                    .store(mem_flags(), piece, addr, offset + k as i32 * step);
             }
             return;
         }
@@ -393,7 +389,11 @@ fn restore_scope(
         next += 1;
         v
     };
-    let mut env = Env::default();
+    let mut env = Env {
+        read_only: captured.read_only.clone(),
+        under_condition: captured.under_condition,
+        ..Env::default()
+    };
     for (name, v, ty) in &captured.vars {
         let pieces: Vec<Value> = v.pieces().iter().map(|_| load(cg)).collect();
         let value = if matches!(v, CVal::Scalar(_)) {

@@ -6,6 +6,7 @@
 pub mod bounds;
 pub mod flatten;
 pub mod inline;
+pub mod interchange_lanes;
 pub mod lift_reductions;
 pub mod loop_nest;
 pub mod realize;
@@ -82,6 +83,8 @@ pub fn lower(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel, 
     log.log("simplification", &s);
     let s = unswitch::unswitch(&s);
     log.log("unswitching", &s);
+    let s = interchange_lanes::interchange_lanes(&s);
+    log.log("lane-loop interchange", &s);
     let kernel = kernel_signature(&inlined, input_regions, s);
     verify::verify(&kernel).map_err(LowerError::Verify)?;
     Ok(kernel)
@@ -126,7 +129,8 @@ pub fn specialize(
     }
     // Fixed sizes are constants now, no longer bound from the inputs' shapes.
     out.sizes.retain(|s| !sizes.iter().any(|(n, _)| n == s));
-    out.body = unswitch::unswitch(&crate::simplify::simplify(&out.body));
+    let body = unswitch::unswitch(&crate::simplify::simplify(&out.body));
+    out.body = interchange_lanes::interchange_lanes(&body);
     verify::verify(&out).map_err(LowerError::Verify)?;
     Ok(out)
 }

@@ -79,10 +79,17 @@ fn vectorize_loop(var: &str, min: &Expr, lanes: u16, body: &Stmt) -> Stmt {
         .map(|g| substitute(g, var, &last))
         .reduce(|a, b| Expr::binary(BinOp::And, a, b))
         .unwrap_or(Expr::Const(strata_dsl::Value::Bool(true)));
+    let lanes_loop = Stmt::For {
+        var: var.to_string(),
+        min: min.clone(),
+        extent,
+        kind: ForKind::Lanes,
+        body: Box::new(body.clone()),
+    };
     Stmt::If {
         cond: all_lanes,
         then_case: Box::new(vector),
-        else_case: Some(Box::new(serial(var, min, &extent, body.clone()))),
+        else_case: Some(Box::new(lanes_loop)),
     }
 }
 

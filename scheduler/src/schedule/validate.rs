@@ -133,6 +133,7 @@ fn kind_name(kind: ForKind) -> &'static str {
         ForKind::Parallel => "parallel",
         ForKind::Vectorized => "vectorized",
         ForKind::Unrolled => "unrolled",
+        ForKind::Lanes => "lanes",
     }
 }
 
