@@ -382,3 +382,24 @@ fn exhaustive_all_f32() {
         assert!(worst.max_ulp_vs_std <= MAX_ULP, "{name}: {worst:?}");
     }
 }
+
+#[test]
+#[ignore]
+fn tmp_bench_exp() {
+    let c = Compiled::new(exp_f32x4);
+    let n = 4096 * 1024;
+    let xs: Vec<f32> = (0..n).map(|i| ((i as u64 * 2654435761u64) % 1000003) as f32 / 500001.5 - 1.0).collect();
+    let mut out = vec![0.0f32; n];
+    for (label, len) in [("L1", 4096usize), ("full", n)] {
+        let mut best = f64::MAX;
+        for _ in 0..30 {
+            let t = std::time::Instant::now();
+            let reps = n / len;
+            for _ in 0..reps {
+                unsafe { (c.kernel)(xs.as_ptr(), out.as_mut_ptr(), len as i64) };
+            }
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        eprintln!("{label}: {:.3} ms per 4M, {:.3} ns/vec", best * 1e3, best * 1e9 / (n / 4) as f64);
+    }
+}

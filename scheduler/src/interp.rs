@@ -25,7 +25,7 @@
 //!   silently. Every out-of-bounds access, unknown name, type confusion or non-integer index is
 //!   an [`InterpError`], never a panic.
 
-use crate::ir::{BufferArg, Expr, LoweredKernel, Stmt, Type, UnOp};
+use crate::ir::{BufferArg, Expr, LoweredKernel, ReduceOp, Stmt, Type, UnOp};
 use std::collections::{BTreeMap, HashMap};
 use strata_dsl::{Args, BinOp, Buffer, Dtype, Intrinsic, Value};
 
@@ -538,6 +538,7 @@ impl<'a> Machine<'a> {
                 let value = self.eval(value)?;
                 self.with_var(name, value, |m| m.eval(body))
             }
+            Expr::VectorReduce { op, value } => self.vector_reduce(*op, value),
         }
     }
 
@@ -700,6 +701,22 @@ impl<'a> Machine<'a> {
             out.push(Value::binary(BinOp::Add, base, step)?);
         }
         Ok(VValue::vector(out))
+    }
+
+    /// Folds the lanes of `value` with `op`, first lane first.
+    fn vector_reduce(&mut self, op: ReduceOp, value: &Expr) -> IResult<VValue> {
+        let v = self.eval(value)?;
+        let mut lanes = v.lanes().iter().copied();
+        let first = lanes
+            .next()
+            .ok_or_else(|| lane_mismatch("a vector reduction", 2, 0))?;
+        let folded = lanes.try_fold(first, |acc, x| match op {
+            ReduceOp::Add => Value::binary(BinOp::Add, acc, x),
+            ReduceOp::Mul => Value::binary(BinOp::Mul, acc, x),
+            ReduceOp::Min => Value::min(acc, x),
+            ReduceOp::Max => Value::max(acc, x),
+        })?;
+        Ok(VValue::Scalar(folded))
     }
 
     fn broadcast(&mut self, value: &Expr, lanes: u16) -> IResult<VValue> {

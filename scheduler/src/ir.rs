@@ -79,6 +79,69 @@ pub enum Expr {
         value: Box<Expr>,
         body: Box<Expr>,
     },
+    /// The lanes of a vector combined into one scalar by `op`, first lane first
+    /// (vectorized reductions).
+    VectorReduce {
+        op: ReduceOp,
+        value: Box<Expr>,
+    },
+}
+
+/// An associative combination a vectorized reduction folds its lanes with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Add,
+    Mul,
+    Min,
+    Max,
+}
+
+impl ReduceOp {
+    /// `a op b` as an expression of the loop IR.
+    pub fn apply(self, a: Expr, b: Expr) -> Expr {
+        use strata_dsl::Intrinsic;
+        match self {
+            ReduceOp::Add => Expr::binary(BinOp::Add, a, b),
+            ReduceOp::Mul => Expr::binary(BinOp::Mul, a, b),
+            ReduceOp::Min => Expr::Intrinsic(Intrinsic::Min, vec![a, b]),
+            ReduceOp::Max => Expr::Intrinsic(Intrinsic::Max, vec![a, b]),
+        }
+    }
+
+    /// `a op b` when `e` is one: the op and its operands.
+    pub fn matching(e: &Expr) -> Option<(ReduceOp, &Expr, &Expr)> {
+        use strata_dsl::Intrinsic;
+        match e {
+            Expr::Binary(BinOp::Add, a, b) => Some((ReduceOp::Add, a, b)),
+            Expr::Binary(BinOp::Mul, a, b) => Some((ReduceOp::Mul, a, b)),
+            Expr::Intrinsic(Intrinsic::Min, args) if args.len() == 2 => {
+                Some((ReduceOp::Min, &args[0], &args[1]))
+            }
+            Expr::Intrinsic(Intrinsic::Max, args) if args.len() == 2 => {
+                Some((ReduceOp::Max, &args[0], &args[1]))
+            }
+            _ => None,
+        }
+    }
+
+    /// The value `x` with `x op y == y` for every `y` of type `dtype`.
+    pub fn identity(self, dtype: strata_dsl::Dtype) -> Value {
+        match self {
+            ReduceOp::Add => Value::I64(0).cast(dtype),
+            ReduceOp::Mul => Value::I64(1).cast(dtype),
+            ReduceOp::Min => Value::highest(dtype),
+            ReduceOp::Max => Value::lowest(dtype),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Add => "add",
+            ReduceOp::Mul => "mul",
+            ReduceOp::Min => "min",
+            ReduceOp::Max => "max",
+        }
+    }
 }
 
 /// How a loop runs.
@@ -231,6 +294,7 @@ impl Expr {
             Expr::Ramp { base, lanes, .. } => base.ty().with_lanes(*lanes),
             Expr::Broadcast { value, lanes } => value.ty().with_lanes(*lanes),
             Expr::Let { body, .. } => body.ty(),
+            Expr::VectorReduce { value, .. } => value.ty().with_lanes(1),
         }
     }
 
@@ -244,7 +308,7 @@ impl Expr {
             Expr::Binary(_, a, b) => vec![a, b],
             Expr::Select(c, t, f) => vec![c, t, f],
             Expr::Ramp { base, stride, .. } => vec![base, stride],
-            Expr::Broadcast { value, .. } => vec![value],
+            Expr::Broadcast { value, .. } | Expr::VectorReduce { value, .. } => vec![value],
             Expr::Let { value, body, .. } => vec![value, body],
         }
     }
@@ -291,6 +355,10 @@ impl Expr {
             Expr::Broadcast { value, lanes } => Expr::Broadcast {
                 value: b(value, f),
                 lanes: *lanes,
+            },
+            Expr::VectorReduce { op, value } => Expr::VectorReduce {
+                op: *op,
+                value: b(value, f),
             },
             Expr::Let { name, value, body } => {
                 let value = b(value, f);

@@ -123,6 +123,11 @@ fn write_bare(f: &mut fmt::Formatter<'_>, e: &Expr) -> fmt::Result {
             write_expr(f, value, 0)?;
             f.write_char(')')
         }
+        Expr::VectorReduce { op, value } => {
+            write!(f, "reduce_{}(", op.name())?;
+            write_expr(f, value, 0)?;
+            f.write_char(')')
+        }
         Expr::Let { name, value, body } => {
             write!(f, "let {name} = ")?;
             write_expr(f, value, 1)?;

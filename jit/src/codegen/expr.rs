@@ -53,6 +53,7 @@ impl FnCodegen<'_, '_, '_> {
                 result
             }
             Expr::Call { .. } => CVal::Scalar(self.b.ins().iconst(types::I32, 0)),
+            Expr::VectorReduce { op, value } => self.vector_reduce(*op, value),
         }
     }
 
@@ -194,6 +195,9 @@ impl FnCodegen<'_, '_, '_> {
         }
         if let Some(widened) = self.widen_natively(&v, from, to) {
             return widened;
+        }
+        if let Some(narrowed) = super::narrow::narrow_natively(&mut self.b, &v, from, to) {
+            return narrowed;
         }
         let (fd, td) = (from.dtype, to.dtype);
         if let (Layout::Native { .. }, Layout::Native { .. }) = (layout(from), layout(to)) {

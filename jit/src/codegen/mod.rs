@@ -8,7 +8,9 @@
 
 mod address;
 mod expr;
+mod narrow;
 mod promote;
+mod reduce;
 mod scalar;
 mod stmt;
 mod values;

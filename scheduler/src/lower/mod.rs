@@ -12,6 +12,7 @@ pub mod loop_nest;
 pub mod realize;
 pub mod unroll;
 pub mod unswitch;
+pub mod vector_accumulators;
 pub mod vectorize;
 pub mod verify;
 
@@ -85,6 +86,8 @@ pub fn lower(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel, 
     log.log("unswitching", &s);
     let s = interchange_lanes::interchange_lanes(&s);
     log.log("lane-loop interchange", &s);
+    let s = vector_accumulators::vector_accumulators(&s);
+    log.log("vector accumulators", &s);
     let kernel = kernel_signature(&inlined, input_regions, s);
     verify::verify(&kernel).map_err(LowerError::Verify)?;
     Ok(kernel)
@@ -129,8 +132,10 @@ pub fn specialize(
     }
     // Fixed sizes are constants now, no longer bound from the inputs' shapes.
     out.sizes.retain(|s| !sizes.iter().any(|(n, _)| n == s));
+    // Known sizes can remove tails that kept the last two passes from applying.
     let body = unswitch::unswitch(&crate::simplify::simplify(&out.body));
-    out.body = interchange_lanes::interchange_lanes(&body);
+    let body = interchange_lanes::interchange_lanes(&body);
+    out.body = vector_accumulators::vector_accumulators(&body);
     verify::verify(&out).map_err(LowerError::Verify)?;
     Ok(out)
 }

@@ -9,7 +9,7 @@
 //! widened (a store of a vector to one address, storage allocated inside) stays serial.
 //! Establishes: no vectorized loop remains; vector types appear only in their bodies' place.
 
-use crate::ir::{Expr, ForKind, Stmt, UnOp};
+use crate::ir::{Expr, ForKind, ReduceOp, Stmt, UnOp};
 use std::collections::HashMap;
 use strata_dsl::BinOp;
 
@@ -79,11 +79,18 @@ fn vectorize_loop(var: &str, min: &Expr, lanes: u16, body: &Stmt) -> Stmt {
         .map(|g| substitute(g, var, &last))
         .reduce(|a, b| Expr::binary(BinOp::And, a, b))
         .unwrap_or(Expr::Const(strata_dsl::Value::Bool(true)));
+    // The serial version of a vectorized reduction carries its accumulator from lane to lane,
+    // so only a loop whose every store moves with `var` becomes a (reorderable) lanes loop.
+    let kind = if stores_move_with(body, var, &mut HashMap::new()) {
+        ForKind::Lanes
+    } else {
+        ForKind::Serial
+    };
     let lanes_loop = Stmt::For {
         var: var.to_string(),
         min: min.clone(),
         extent,
-        kind: ForKind::Lanes,
+        kind,
         body: Box::new(body.clone()),
     };
     Stmt::If {
@@ -144,6 +151,21 @@ fn lane_guards(
             }
             Some(found)
         }
+    }
+}
+
+/// Whether the index of every store in `s` depends on `var` (lets expanded).
+fn stores_move_with(s: &Stmt, var: &str, lets: &mut HashMap<String, Expr>) -> bool {
+    match s {
+        Stmt::Let { name, value, body } => {
+            lets.insert(name.clone(), expand(value, lets));
+            stores_move_with(body, var, lets)
+        }
+        Stmt::Store { index, .. } => expand(index, lets).uses_var(var),
+        other => other
+            .children()
+            .into_iter()
+            .all(|c| stores_move_with(c, var, lets)),
     }
 }
 
@@ -269,7 +291,13 @@ impl Widener {
                 index,
                 value,
             } => {
+                let scalar_index = index;
                 let index = self.expr(index);
+                if !index.ty().is_vector() {
+                    if let Some(folded) = self.vector_fold(buffer, scalar_index, &index, value) {
+                        return Some(folded);
+                    }
+                }
                 let value = self.expr(value);
                 match (index.ty().is_vector(), value.ty().is_vector()) {
                     (true, _) => Stmt::Store {
@@ -351,6 +379,46 @@ impl Widener {
             },
             Stmt::NoOp => Stmt::NoOp,
             Stmt::Allocate { .. } | Stmt::Realize { .. } | Stmt::Provide { .. } => return None,
+        })
+    }
+
+    /// A vectorized reduction's step `buf[i] = buf[i] op e` with `i` fixed across the lanes
+    /// and `e` varying: `buf[i] = buf[i] op reduce_op(e as a vector)`. Validation allows a
+    /// reduction loop to be vectorized only where this is the update's shape.
+    fn vector_fold(
+        &mut self,
+        buffer: &str,
+        original_index: &Expr,
+        index: &Expr,
+        value: &Expr,
+    ) -> Option<Stmt> {
+        let (op, target, operand) = ReduceOp::matching(value)?;
+        let is_target = |e: &Expr| {
+            matches!(e, Expr::Load { buffer: b, index: i, .. }
+                if b == buffer && **i == *original_index)
+        };
+        let operand = match (is_target(target), is_target(operand)) {
+            (true, false) => operand,
+            (false, true) if matches!(op, ReduceOp::Add | ReduceOp::Mul) => target,
+            _ => return None,
+        };
+        let lanes = self.expr(operand);
+        if !lanes.ty().is_vector() {
+            return None;
+        }
+        let current = Expr::Load {
+            buffer: buffer.to_string(),
+            index: Box::new(index.clone()),
+            ty: value.ty(),
+        };
+        let reduced = Expr::VectorReduce {
+            op,
+            value: Box::new(lanes),
+        };
+        Some(Stmt::Store {
+            buffer: buffer.to_string(),
+            index: index.clone(),
+            value: op.apply(current, reduced),
         })
     }
 

@@ -79,6 +79,12 @@ pub struct UpdateFreedom {
     pub independent_elements: bool,
     /// The combination is associative and commutative: reduction loops may be reordered.
     pub reorderable_reduction: bool,
+    /// A reduction loop may be vectorized (Halide's `atomic().vectorize()`): the update folds
+    /// into a target that no reduction variable moves (`f(x) += e` or `f(x) = max(f(x), e)`
+    /// with `f(x)` first), so lanes can keep partial results combined after the loop. Float
+    /// sums are reassociated (within the float tolerance); with NaN among the values a float
+    /// `min`/`max` may keep a different one of them.
+    pub vectorizable_reduction: bool,
 }
 
 /// The starting loops of stage `stage` of `func` (0: pure definition, `i + 1`: update `i`).
@@ -131,10 +137,26 @@ pub fn update_freedom(func: &Func, update: &Update) -> UpdateFreedom {
         UpdateOp::Add | UpdateOp::Sub | UpdateOp::Mul => !reads_target,
         UpdateOp::Assign => is_min_max_fold(func, update),
     };
+    let fixed_target = update
+        .args
+        .iter()
+        .all(|a| matches!(a, Expr::Var(n) if func.vars.contains(n)));
+    let folds = match update.op {
+        UpdateOp::Add | UpdateOp::Mul => !reads_target,
+        UpdateOp::Sub => false,
+        UpdateOp::Assign => is_min_max_fold(func, update) && target_first(func, update),
+    };
     UpdateFreedom {
         independent_elements: !reads_other,
         reorderable_reduction: !reads_other && combines,
+        vectorizable_reduction: !reads_other && fixed_target && folds,
     }
+}
+
+/// In `f(args) = max(f(args), e)`, whether `f(args)` is the first argument.
+fn target_first(func: &Func, update: &Update) -> bool {
+    matches!(&update.value, Expr::Intrinsic(_, args)
+        if matches!(args.first(), Some(Expr::Call(c)) if c.name == func.name && c.args == update.args))
 }
 
 /// `f(args) = max(f(args), e)` (or `min`) where `e` does not read `f`.
@@ -170,6 +192,7 @@ pub fn stage_loops(
         0 => UpdateFreedom {
             independent_elements: true,
             reorderable_reduction: true,
+            vectorizable_reduction: false,
         },
         i => update_freedom(func, &func.updates[i - 1]),
     };
@@ -534,7 +557,9 @@ impl Builder<'_> {
             _ => {}
         }
         let carries = !dim.pure || !self.freedom.independent_elements;
-        if carries && matches!(kind, ForKind::Vectorized | ForKind::Parallel) {
+        let vector_reduction =
+            kind == ForKind::Vectorized && !dim.pure && self.freedom.vectorizable_reduction;
+        if carries && !vector_reduction && matches!(kind, ForKind::Vectorized | ForKind::Parallel) {
             return Err(self.error(
                 d,
                 Rule::CarriesReduction {

@@ -166,6 +166,13 @@ impl fmt::Display for Rule {
                 "`{var}` is already {}; split and fuse loops before giving them a kind",
                 kind_name(*kind)
             ),
+            Rule::CarriesReduction {
+                var,
+                kind: ForKind::Vectorized,
+            } => write!(
+                f,
+                "loop `{var}` carries a reduction dependency and cannot be vectorized; only pure loops whose elements are computed independently can, and the reduction loops of an update folding into a target they do not move (`f(x) += e`, `f(x) *= e`, `f(x) = max(f(x), e)` or min)"
+            ),
             Rule::CarriesReduction { var, kind } => write!(
                 f,
                 "loop `{var}` carries a reduction dependency and cannot be {}; only pure loops whose elements are computed independently can",

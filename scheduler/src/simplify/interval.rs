@@ -6,7 +6,7 @@
 //! operation may wrap, so the answer falls back to the whole range of the type.
 
 use super::rules::ty_of;
-use crate::ir::{Expr, UnOp};
+use crate::ir::{Expr, ReduceOp, UnOp};
 use strata_dsl::{BinOp, Dtype, Intrinsic};
 
 /// A closed, non-empty interval `lo..=hi`.
@@ -105,6 +105,11 @@ fn raw(e: &Expr, dtype: Dtype, scope: &Scope) -> Option<Raw> {
             lanes,
         } => ramp(of(base)?, of(stride)?, *lanes),
         Expr::Broadcast { value, .. } => of(value),
+        Expr::VectorReduce {
+            op: ReduceOp::Min | ReduceOp::Max,
+            value,
+        } => of(value),
+        Expr::VectorReduce { .. } => None,
         Expr::Let { name, value, body } => {
             let mut inner = scope.clone();
             inner.push(name, bounds(value, scope));

@@ -53,7 +53,8 @@ fn tables(e: &Expr) -> &'static [&'static [Rule]] {
         | Expr::Var(..)
         | Expr::Param(..)
         | Expr::Call { .. }
-        | Expr::Load { .. } => &[],
+        | Expr::Load { .. }
+        | Expr::VectorReduce { .. } => &[],
     }
 }
 
