@@ -77,6 +77,15 @@ fn lt(a: Expr, b: Expr) -> Expr {
     bin(BinOp::Lt, a, b)
 }
 
+fn le(a: Expr, b: Expr) -> Expr {
+    bin(BinOp::Le, a, b)
+}
+
+/// `x` confined to `[0, 1000]`, so linear forms over it provably fit in i32.
+fn clamp(x: Expr) -> Expr {
+    call(Intrinsic::Clamp, vec![x, int(0), int(1000)])
+}
+
 fn neg(a: Expr) -> Expr {
     Expr::Unary(UnOp::Neg, Box::new(a))
 }
@@ -337,6 +346,31 @@ fn rule_cases() -> Vec<(Expr, Expr)> {
         (
             mul(ramp(x.clone(), int(2), 4), bc(int(3), 4)),
             ramp(mul(x.clone(), int(3)), int(6), 4),
+        ),
+        // linear.rs, through add.rs, minmax.rs and cmp.rs: `a` is bounded, `b = a + 63`
+        (
+            let_(
+                "a",
+                clamp(x.clone()),
+                let_("b", add(var("a"), int(63)), sub(var("b"), var("a"))),
+            ),
+            int(63),
+        ),
+        (
+            let_(
+                "a",
+                clamp(x.clone()),
+                let_("b", add(var("a"), int(63)), min(var("a"), var("b"))),
+            ),
+            let_("a", clamp(x.clone()), var("a")),
+        ),
+        (
+            let_(
+                "a",
+                clamp(x.clone()),
+                le(add(var("a"), int(7)), add(var("a"), int(63))),
+            ),
+            b(true),
         ),
         // lets.rs
         (let_("t", add(x.clone(), int(1)), y.clone()), y.clone()),

@@ -438,11 +438,19 @@ fn divide_u32x4_by_constant(
     d: u32,
 ) -> Value {
     let Some((m, k)) = magic_u32(d) else { return x };
-    let magic = scalar::iconst(b, types::I64, m as i64);
-    let magic = b.ins().splat(types::I64X2, magic);
-    let halves = [b.ins().uwiden_low(x), b.ins().uwiden_high(x)];
-    let [lo, hi] = halves.map(|h| {
-        let product = b.ins().imul(h, magic);
+    // Both factors as widened u32 lanes: x64 then multiplies with `pmuludq` (32 x 32 -> 64
+    // bits) instead of a full 64-bit lane multiply.
+    // A vector constant rather than a splat: Cranelift rewrites `uwiden_low(splat(c))` to a
+    // splat of a 64-bit constant, which loses the pattern `pmuludq` is selected from.
+    let bytes: Vec<u8> = (0..4).flat_map(|_| (m as u32).to_le_bytes()).collect();
+    let handle = b.func.dfg.constants.insert(bytes.into());
+    let magic = b.ins().vconst(types::I32X4, handle);
+    let lo = b.ins().uwiden_low(x);
+    let magic_lo = b.ins().uwiden_low(magic);
+    let hi = b.ins().uwiden_high(x);
+    let magic_hi = b.ins().uwiden_high(magic);
+    let [lo, hi] = [(lo, magic_lo), (hi, magic_hi)].map(|(h, m)| {
+        let product = b.ins().imul(h, m);
         b.ins().ushr_imm_u(product, k as i64)
     });
     let little = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);

@@ -41,6 +41,8 @@ impl Interval {
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
     vars: Vec<(String, Option<Interval>)>,
+    /// The values of let-bound variables, where recorded (same positions as `vars`).
+    values: Vec<Option<Expr>>,
 }
 
 impl Scope {
@@ -50,10 +52,32 @@ impl Scope {
 
     pub fn push(&mut self, name: &str, interval: Option<Interval>) {
         self.vars.push((name.to_string(), interval));
+        self.values.push(None);
+    }
+
+    /// Binds a let: its interval and its value, which rules may substitute (see `let_value`).
+    pub fn push_let(&mut self, name: &str, interval: Option<Interval>, value: &Expr) {
+        self.vars.push((name.to_string(), interval));
+        self.values.push(Some(value.clone()));
+    }
+
+    /// The value of the innermost binding of `name` when it is a let whose variables still
+    /// mean here what they meant at the let (none was rebound since).
+    pub fn let_value(&self, name: &str) -> Option<&Expr> {
+        let at = self.vars.iter().rposition(|(n, _)| n == name)?;
+        let value = self.values[at].as_ref()?;
+        let mut rebound = false;
+        value.for_each(&mut |e| {
+            if let Expr::Var(v, _) = e {
+                rebound |= self.vars[at + 1..].iter().any(|(n, _)| n == v);
+            }
+        });
+        (!rebound).then_some(value)
     }
 
     pub fn pop(&mut self) {
         self.vars.pop();
+        self.values.pop();
     }
 
     /// The interval of the innermost variable called `name`, if known.
@@ -112,7 +136,7 @@ fn raw(e: &Expr, dtype: Dtype, scope: &Scope) -> Option<Raw> {
         Expr::VectorReduce { .. } => None,
         Expr::Let { name, value, body } => {
             let mut inner = scope.clone();
-            inner.push(name, bounds(value, scope));
+            inner.push_let(name, bounds(value, scope), value);
             raw(body, dtype, &inner)
         }
         Expr::Binary(..)

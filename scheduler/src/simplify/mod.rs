@@ -89,7 +89,7 @@ fn pass(e: &Expr, scope: &Scope, trace: &mut Vec<&'static str>) -> Expr {
         Expr::Let { name, value, body } => {
             let value = pass(value, scope, trace);
             let mut inner = scope.clone();
-            inner.push(name, bounds(&value, scope));
+            inner.push_let(name, bounds(&value, scope), &value);
             let body = pass(body, &inner, trace);
             Expr::Let {
                 name: name.clone(),
@@ -170,7 +170,7 @@ fn simplify_stmt(s: &Stmt, scope: &mut Scope) -> Stmt {
             if let Some(body) = inlined {
                 return simplify_stmt(&body, scope);
             }
-            scope.push(name, bounds(&value, scope));
+            scope.push_let(name, bounds(&value, scope), &value);
             let body = simplify_stmt(body, scope);
             scope.pop();
             if body == Stmt::NoOp {

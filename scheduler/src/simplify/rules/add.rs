@@ -32,7 +32,17 @@ pub(super) const RULES: &[Rule] = &[
         "(x + c1) - (y + c2) -> (x - y) + fold(c1 - c2), any signs (ints)",
         sub_offsets,
     ),
+    rule(
+        "x - y -> c if the linear forms of x and y differ by c (i32, lets substituted)",
+        linear_difference,
+    ),
 ];
+
+fn linear_difference(e: &Expr, scope: &Scope) -> Option<Expr> {
+    let (x, y) = bin(e, BinOp::Sub)?;
+    let c = super::linear::constant_difference(x, y, scope)?;
+    i32::try_from(c).ok().map(Expr::int)
+}
 
 /// The operands of `e` if it is `a + b` or `a - b`.
 fn add_or_sub(e: &Expr) -> Option<(BinOp, &Expr, &Expr)> {

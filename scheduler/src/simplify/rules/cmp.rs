@@ -19,6 +19,10 @@ pub(super) const RULES: &[Rule] = &[
         "a < b -> true/false when intervals decide it (ints)",
         decided_by_bounds,
     ),
+    rule(
+        "a < b -> true/false when the range of b - a decides it (i32 linear forms)",
+        decided_by_difference,
+    ),
     rule("!!x -> x", not_not),
     rule(
         "!(a == b) -> a != b; !(a < b) -> a >= b (not floats)",
@@ -28,6 +32,31 @@ pub(super) const RULES: &[Rule] = &[
     rule("true || x -> true, false || x -> x, ...", or_const),
     rule("x && x -> x, x || x -> x", idempotent),
 ];
+
+/// Compares through the range of `b - a` in linear form (lets substituted), which is exact
+/// where the operands share terms (`x + 7 <= x + 63`).
+fn decided_by_difference(e: &Expr, scope: &Scope) -> Option<Expr> {
+    let Expr::Binary(op, a, b) = e else {
+        return None;
+    };
+    let (lo, hi) = super::linear::difference_range(b, a, scope)?;
+    let truth = match op {
+        BinOp::Lt if lo > 0 => true,
+        BinOp::Lt if hi <= 0 => false,
+        BinOp::Le if lo >= 0 => true,
+        BinOp::Le if hi < 0 => false,
+        BinOp::Gt if hi < 0 => true,
+        BinOp::Gt if lo >= 0 => false,
+        BinOp::Ge if hi <= 0 => true,
+        BinOp::Ge if lo > 0 => false,
+        BinOp::Eq if lo == 0 && hi == 0 => true,
+        BinOp::Eq if lo > 0 || hi < 0 => false,
+        BinOp::Ne if lo > 0 || hi < 0 => true,
+        BinOp::Ne if lo == 0 && hi == 0 => false,
+        _ => return None,
+    };
+    Some(Expr::Const(Value::Bool(truth)))
+}
 
 fn not(e: &Expr) -> Option<&Expr> {
     match e {

@@ -29,6 +29,10 @@ pub(super) const RULES: &[Rule] = &[
         decided_by_bounds,
     ),
     rule(
+        "min(x, x + c) -> x if c >= 0, and max dually (i32 linear forms, lets substituted)",
+        decided_by_difference,
+    ),
+    rule(
         "clamp(x, lo, hi) -> x if lo <= x <= hi by intervals (ints)",
         clamp_in_range,
     ),
@@ -152,6 +156,17 @@ fn decided_by_bounds(e: &Expr, scope: &Scope) -> Option<Expr> {
         _ if b_below => Some(a.clone()),
         _ if a_below => Some(b.clone()),
         _ => None,
+    }
+}
+
+/// `min(a, b)` where `b - a` is a constant once both are written as sums of terms: which one is
+/// smaller does not depend on the variables (see `linear::constant_difference`).
+fn decided_by_difference(e: &Expr, scope: &Scope) -> Option<Expr> {
+    let (f, a, b) = min_max(e)?;
+    let b_is_larger = super::linear::constant_difference(b, a, scope)? >= 0;
+    match (f, b_is_larger) {
+        (Intrinsic::Min, true) | (Intrinsic::Max, false) => Some(a.clone()),
+        _ => Some(b.clone()),
     }
 }
 

@@ -11,6 +11,7 @@ mod add;
 mod cast;
 mod cmp;
 mod lets;
+mod linear;
 mod math;
 mod minmax;
 mod mul;
