@@ -76,7 +76,11 @@ pub fn agree(got: &Buffer, expected: &Buffer, tolerance: f64) -> Result<(), Stri
         };
         let ok = if float {
             let (g, e) = (g.as_f64(), e.as_f64());
-            (g.is_nan() && e.is_nan()) || (g - e).abs() <= tolerance * e.abs().max(1.0)
+            // Infinities agree only with themselves (their difference is NaN or infinite).
+            let finite = g.is_finite() && e.is_finite();
+            (g.is_nan() && e.is_nan())
+                || g == e
+                || (finite && (g - e).abs() <= tolerance * e.abs().max(1.0))
         } else {
             g == e
         };
@@ -85,4 +89,27 @@ pub fn agree(got: &Buffer, expected: &Buffer, tolerance: f64) -> Result<(), Stri
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn floats(values: &[f32]) -> Buffer {
+        let mut b = Buffer::zeros(Dtype::F32, &[values.len()]);
+        for (i, v) in values.iter().enumerate() {
+            assert!(b.set_flat(i, Value::F32(*v)));
+        }
+        b
+    }
+
+    #[test]
+    fn equal_infinities_and_nans_agree_and_different_ones_do_not() {
+        let a = floats(&[f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1.0]);
+        assert_eq!(agree(&a, &a.clone(), 1e-4), Ok(()));
+        let b = floats(&[f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NAN, 1.0]);
+        assert!(agree(&a, &b, 1e-4).is_err());
+        let c = floats(&[f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1.5]);
+        assert!(agree(&a, &c, 1e-4).is_err());
+    }
 }

@@ -2,9 +2,10 @@
 //!
 //! There is no vector libm to call: a call per lane costs four extractlane/call/insertlane
 //! round trips (about 5 ns each), so a vectorised kernel computes `exp`/`log` itself and
-//! stays in xmm registers. Both use the classic Cephes single-precision algorithms
+//! stays in xmm registers. Both follow the classic Cephes single-precision algorithms
 //! (`expf.c`, `logf.c`): range reduction by bit manipulation of the IEEE 754 encoding,
-//! then a short polynomial evaluated with `fma`.
+//! then a short polynomial evaluated with `fma` (Cephes' own for `log`, a minimax fit of
+//! one degree less for `exp`).
 //!
 //! Only instructions the x86-64 backend of Cranelift 0.135 lowers for F32X4/I32X4 are
 //! used: `fmul`, `fadd`, `fsub`, `fma` (one `vfmadd` with the host ISA flags from
@@ -13,11 +14,11 @@
 //! `bor`, shifts by an immediate, `fcvt_from_sint` and lane-preserving `bitcast`s.
 //!
 //! Accuracy (measured by `jit/tests/vmath.rs` against `f32::exp` / `f32::ln`): see the
-//! constants `EXP_MAX_ULP` / `LOG_MAX_ULP` there.
+//! constant `MAX_ULP` there.
 
 #![allow(
     clippy::excessive_precision,
-    reason = "Cephes' published coefficients are kept digit for digit, and LN2_HI is exact"
+    reason = "polynomial coefficients are kept digit for digit, and LN2_HI is exact"
 )]
 
 use cranelift_codegen::ir::condcodes::FloatCC;
@@ -32,26 +33,35 @@ const BITCAST_FLAGS: MemFlagsData = MemFlagsData::new().with_endianness(Endianne
 /// Inputs above this overflow: `exp(88.7228...)` is `f32::MAX`; clamping here (not at the
 /// threshold) lets the final scaling round to `+inf` exactly as IEEE arithmetic would.
 const EXP_CLAMP_HI: f32 = 89.0;
-/// Inputs below this underflow: `exp(-103.97...)` is half the smallest subnormal, so the
-/// final scaling rounds to 0. Clamping keeps `n` small enough for the exponent field.
-const EXP_CLAMP_LO: f32 = -110.0;
+/// Inputs below `-104.32` (`n <= -151`) underflow to 0 (`exp(-103.97...)` is half the
+/// smallest subnormal). Clamping to this value, which has `n = -151`, keeps `n` small
+/// enough for the exponent field and makes [`scale_pow2`]'s `s2` exactly `+0`, so such
+/// lanes (`-inf`, `-1e9` masks, ...) get their 0 without an underflowing multiply, which
+/// x86 handles in microcode at about a hundred cycles per instruction.
+const EXP_CLAMP_LO: f32 = -104.7;
 /// `1.5 * 2^23`: adding it to a float of magnitude < 2^22 rounds to the nearest integer
-/// (ties to even) and leaves that integer in the low mantissa bits.
+/// and leaves that integer in the low mantissa bits.
 const ROUND_MAGIC: f32 = 12_582_912.0;
+/// How far [`scale_pow2`] moves the exponent of `2^n`'s first factor into its second for
+/// `n <= 0`: `s2`'s exponent field is then `n + 151`, 0 (so `s2 = +0`) exactly at the
+/// clamped `n = -151`.
+const EXP_SPLIT_SHIFT: i32 = 150;
 /// ln 2 split in two (Cody-Waite): `LN2_HI` has 9 significant bits, so `n * LN2_HI` is
 /// exact for |n| < 2^15 and `x - n * ln2` loses no bits to cancellation.
 const LN2_HI: f32 = 0.693_359_375;
 /// `ln 2 - LN2_HI`.
 const LN2_LO: f32 = -2.121_944_4e-4;
-/// Cephes `expf` polynomial: `exp(r) ~= 1 + r + r^2 * P(r)` on `|r| <= ln2 / 2`,
-/// coefficients of `P` from the highest degree down.
-const EXP_POLY: [f32; 6] = [
-    1.987_569_150_0e-4,
-    1.398_199_950_7e-3,
-    8.333_451_907_3e-3,
-    4.166_579_589_4e-2,
-    1.666_666_545_9e-1,
-    5.000_000_120_1e-1,
+/// `e^r - 1 ~= r + r^2 * P(r)` on `|r| <= ln2 / 2`, coefficients of `P` from degree 0 up:
+/// a minimax fit (Remez exchange, weighted for the relative error of `e^r`) whose error,
+/// after rounding the coefficients to f32, is below `3.9e-9` relative (0.07 ulp at worst),
+/// so the result's error is dominated by f32 rounding. One degree lower than Cephes'
+/// `expf` polynomial, whose `2.7e-9` makes no difference at f32 precision.
+const EXP_POLY: [f32; 5] = [
+    0.499_999_94,
+    0.166_665_21,
+    0.041_668_389,
+    0.008_368_710_1,
+    0.001_381_461_3,
 ];
 
 /// sqrt(1/2): mantissas below it are doubled so the reduced argument lies in
@@ -121,29 +131,28 @@ fn horner(b: &mut FunctionBuilder, x: Value, coeffs: &[f32]) -> Value {
     acc
 }
 
-/// `2^n` for each i32 lane `n` in `-126 ..= 127`, built directly in the exponent field.
-fn pow2i(b: &mut FunctionBuilder, n: Value) -> Value {
-    let bias = splat_i(b, 127);
-    let biased = b.ins().iadd(n, bias);
-    let bits = b.ins().ishl_imm_u(biased, 23);
-    from_bits(b, bits)
-}
-
 /// Lane-wise `e^x` of a f32x4, within a few ulp of `f32::exp` (see the module docs).
 ///
-/// `x` is clamped to `[-110, 89]` (`max`/`min` that keep NaN), `n = round(x / ln 2)` by the
-/// `1.5 * 2^23` trick, `r = x - n ln 2` with a two-constant Cody-Waite split, Cephes'
-/// degree-7 polynomial for `e^r`, and the result is scaled by `2^n` as `2^(n - n/2) *
-/// 2^(n/2)`: two exact multiplies whose factors stay normal, so large `x` overflows to
-/// `+inf`, very negative `x` underflows through the subnormals to `0`, and neither the
-/// exponent field nor an integer overflows. NaN in gives NaN out; `-inf` gives 0 and
-/// `+inf` gives `+inf`.
+/// `x` is clamped to `[-104.7, 89]` (`max`/`min` that keep NaN), `n = round(x / ln 2)` by
+/// the `1.5 * 2^23` trick, `r = x - n ln 2` with a two-constant Cody-Waite split, a degree-6
+/// polynomial (evaluated with a short dependent chain) gives `q = e^r - 1`, and the result
+/// is `(s2 + q * s2) * s1` with `s1 * s2 = 2^n` split so both factors are powers of two and
+/// `s2 * (1 + q)` is normal: one `fma` (so `1 + q` is not rounded separately), then one
+/// multiply whose only rounding happens where the true result overflows or is subnormal.
+/// So large `x` overflows to `+inf`, very negative `x` underflows through the subnormals
+/// to `0`, and neither the exponent field nor an integer overflows. NaN in gives NaN out;
+/// `-inf` gives 0 and `+inf` gives `+inf`.
+///
+/// Straight-line code on purpose: a variant that branched to a single `2^n` factor (no
+/// clamps) when all four lanes have `|x| <= 86.5` was 5-20% faster on such inputs, but
+/// about 40% slower on masked (`-inf`) lanes, which need both paths, and 70% slower where
+/// in-range and out-of-range lanes mix unpredictably.
 pub fn exp_f32x4(b: &mut FunctionBuilder, x: Value) -> Value {
     let x = clamp_keep_nan(b, x, EXP_CLAMP_LO, EXP_CLAMP_HI);
-    let (n, nf) = round_log2e(b, x);
+    let (z, nf) = round_log2e(b, x);
     let r = reduce_ln2(b, x, nf);
-    let p = exp_poly(b, r);
-    scale_pow2(b, p, n)
+    let q = expm1_poly(b, r);
+    scale_pow2(b, q, z)
 }
 
 /// `min(max(x, lo), hi)` lane-wise, with NaN lanes passed through unchanged.
@@ -155,16 +164,15 @@ fn clamp_keep_nan(b: &mut FunctionBuilder, x: Value, lo: f32, hi: f32) -> Value 
     select_f(b, FloatCC::LessThan, hi, x, hi, x)
 }
 
-/// `n = round(x * log2(e))` (ties to even) as both i32x4 and f32x4, for |x| < 2^21.
+/// `n = round(x * log2(e))` for |x| < 2^21, as `z = n + 1 + 1.5 * 2^23` (a f32x4 whose low
+/// mantissa bits hold `n + 1` in two's complement: `+ 1` makes `z << 23` the exponent field
+/// [`scale_pow2`] wants) and `nf = n` (f32x4).
 fn round_log2e(b: &mut FunctionBuilder, x: Value) -> (Value, Value) {
     let log2e = splat_f(b, std::f32::consts::LOG2_E);
-    let magic = splat_f(b, ROUND_MAGIC);
-    let t = b.ins().fma(x, log2e, magic);
-    let nf = b.ins().fsub(t, magic);
-    let t_bits = to_bits(b, t);
-    let magic_bits = splat_i(b, ROUND_MAGIC.to_bits() as i32);
-    let n = b.ins().isub(t_bits, magic_bits);
-    (n, nf)
+    let magic = splat_f(b, ROUND_MAGIC + 1.0);
+    let z = b.ins().fma(x, log2e, magic);
+    let nf = b.ins().fsub(z, magic);
+    (z, nf)
 }
 
 /// `x - nf * ln 2`, with ln 2 split so the first product is exact.
@@ -175,24 +183,48 @@ fn reduce_ln2(b: &mut FunctionBuilder, x: Value, nf: Value) -> Value {
     b.ins().fma(nf, neg_lo, r)
 }
 
-/// `e^r ~= 1 + r + r^2 P(r)` for `|r| <= ln2 / 2` (Cephes `expf`).
-fn exp_poly(b: &mut FunctionBuilder, r: Value) -> Value {
-    let p = horner(b, r, &EXP_POLY);
+/// `e^r - 1 ~= r + r^2 P(r)` for `|r| <= ln2 / 2` ([`EXP_POLY`]), as
+/// `r + r^2 ((c0 + c1 r) + r^2 (c2 + r (c3 + r c4)))`: `r^2`, `c0 + c1 r` and
+/// `c3 + r c4` are independent, so the chain after `r` is four operations long (Horner's
+/// would be five). Each `fma`'s first operand (the one x86 overwrites) is, where possible,
+/// a value used for the last time, which saves register copies.
+fn expm1_poly(b: &mut FunctionBuilder, r: Value) -> Value {
+    let [c0, c1, c2, c3, c4] = EXP_POLY.map(|c| splat_f(b, c));
     let r2 = b.ins().fmul(r, r);
-    let y = b.ins().fma(p, r2, r);
-    let one = splat_f(b, 1.0);
-    b.ins().fadd(y, one)
+    let p01 = b.ins().fma(c1, r, c0);
+    let p34 = b.ins().fma(c4, r, c3);
+    let p24 = b.ins().fma(p34, r, c2);
+    let p = b.ins().fma(p24, r2, p01);
+    b.ins().fma(p, r2, r)
 }
 
-/// `p * 2^n` for `n` in `-160 ..= 130`, as two multiplies by normal powers of two so the
-/// only rounding happens where the true result overflows or is subnormal.
-fn scale_pow2(b: &mut FunctionBuilder, p: Value, n: Value) -> Value {
-    let half = b.ins().sshr_imm_u(n, 1);
-    let rest = b.ins().isub(n, half);
-    let s1 = pow2i(b, half);
-    let s2 = pow2i(b, rest);
-    let p = b.ins().fmul(p, s1);
-    b.ins().fmul(p, s2)
+/// `(1 + q) * 2^n` for `n` in `-151 ..= 128`, given `z` from [`round_log2e`] (`n + 1` in its
+/// low bits). `2^n = s1 * s2` with `s1 = 2^126, s2 = 2^(n - 126)` for `n > 0`
+/// and `s1 = 2^-24, s2 = 2^(n + 24)` for `n <= 0`. Down to `n = -149`, both are normal and
+/// so is `s2 * (1 + q)` (one `fma`, `1 + q` being in `[0.7, 1.42]`), so the final multiply
+/// by `s1` is the only rounding beyond that of `1 + q`, and it happens only where the true
+/// result overflows or is subnormal. At `n = -150` (results 0 or the smallest subnormal)
+/// `s2 * (1 + q)` may itself be subnormal, a second rounding that costs at most one
+/// subnormal step; at `n = -151` (the clamp) `s2` is `+0` and so is the result.
+fn scale_pow2(b: &mut FunctionBuilder, q: Value, z: Value) -> Value {
+    // `(n + 1) << 23` modulo 2^32: `z`'s low 9 mantissa bits are `n + 1` modulo 512, so this
+    // is `s2` for `n > 0` (exponent field `n - 126 + 127`).
+    let z_bits = to_bits(b, z);
+    let e = b.ins().ishl_imm_u(z_bits, 23);
+    // `n <= 0` tested on `z` rather than `nf`: `nf` then dies in `reduce_ln2`, which saves a
+    // register copy, and the constant is already in a register.
+    let magic = splat_f(b, ROUND_MAGIC + 1.0);
+    let non_positive = b.ins().fcmp(FloatCC::LessThanOrEqual, z, magic);
+    // For `n <= 0`, `EXP_SPLIT_SHIFT` moves from `s1`'s exponent field (253, 2^126) to `s2`'s.
+    let shift = splat_i(b, EXP_SPLIT_SHIFT << 23);
+    let shift = b.ins().band(non_positive, shift);
+    let s1_bits = splat_i(b, (127 + 126) << 23);
+    let s1 = b.ins().isub(s1_bits, shift);
+    let s1 = from_bits(b, s1);
+    let s2 = b.ins().iadd(e, shift);
+    let s2 = from_bits(b, s2);
+    let y = b.ins().fma(q, s2, s2);
+    b.ins().fmul(y, s1)
 }
 
 /// Lane-wise natural logarithm of a f32x4, within a few ulp of `f32::ln` (see the module

@@ -27,6 +27,8 @@ pub fn features(g: &Genome) -> Vec<f64> {
         f.push(WIDTHS[s.vector as usize % WIDTHS.len()] as f64 / 16.0);
         f.push((UNROLLS[s.unroll as usize % UNROLLS.len()] as f64).log2());
         f.push(s.parallel as u8 as f64);
+        f.push(s.vector_reduction as u8 as f64);
+        f.push(s.unroll_reduction as u8 as f64);
     }
     f
 }

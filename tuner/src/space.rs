@@ -41,6 +41,13 @@ pub struct StageGenes {
     /// An index into `UNROLLS`.
     pub unroll: u8,
     pub parallel: bool,
+    /// Vectorize the innermost loop when it is a reduction loop (legal for folds like `+=`
+    /// and max), instead of the innermost pure loop.
+    #[serde(default)]
+    pub vector_reduction: bool,
+    /// Unroll the inner loop of the innermost split reduction by 2 (sgemm's `k`).
+    #[serde(default)]
+    pub unroll_reduction: bool,
 }
 
 /// A point of the search space.
@@ -137,6 +144,8 @@ impl Space {
                     vector: 0,
                     unroll: 0,
                     parallel: false,
+                    vector_reduction: false,
+                    unroll_reduction: false,
                 })
                 .collect(),
         }
@@ -164,7 +173,7 @@ impl Space {
         }
         let s = rng.random_range(0..g.stages.len());
         let genes = &mut g.stages[s];
-        match rng.random_range(0..5) {
+        match rng.random_range(0..7) {
             0 if !genes.split.is_empty() => {
                 let d = rng.random_range(0..genes.split.len());
                 genes.split[d] = rng.random_range(0..FACTORS.len() as u8);
@@ -172,6 +181,8 @@ impl Space {
             1 => genes.reduction_outside = !genes.reduction_outside,
             2 => genes.vector = rng.random_range(0..WIDTHS.len() as u8),
             3 => genes.unroll = rng.random_range(0..UNROLLS.len() as u8),
+            4 => genes.vector_reduction = !genes.vector_reduction,
+            5 => genes.unroll_reduction = !genes.unroll_reduction,
             _ => genes.parallel = !genes.parallel,
         }
         g
@@ -276,6 +287,8 @@ fn random_stage(shape: &StageShape, rng: &mut impl Rng) -> StageGenes {
         vector: rng.random_range(0..WIDTHS.len() as u8),
         unroll: rng.random_range(0..UNROLLS.len() as u8),
         parallel: rng.random_bool(0.5),
+        vector_reduction: !shape.reduction.is_empty() && rng.random_bool(0.5),
+        unroll_reduction: !shape.reduction.is_empty() && rng.random_bool(0.5),
     }
 }
 
@@ -353,10 +366,24 @@ fn stage_directives(shape: &StageShape, g: &StageGenes) -> Vec<Directive> {
     }
     let pure_loops: Vec<&String> = order.iter().filter(|l| !reductions.contains(l)).collect();
     let width = WIDTHS[g.vector as usize % WIDTHS.len()];
-    if let (Some(last), true) = (pure_loops.last(), width > 0) {
+    let innermost_reduction = order.last().filter(|l| reductions.contains(l));
+    let vectorized = match innermost_reduction {
+        Some(r) if g.vector_reduction => Some(r),
+        _ => pure_loops.last().copied(),
+    };
+    if let (Some(v), true) = (vectorized, width > 0) {
         out.push(Directive::Vectorize {
-            var: (*last).clone(),
+            var: v.clone(),
             width: Some(width as i64),
+        });
+    }
+    if let Some(r) = red_inner
+        .last()
+        .filter(|r| g.unroll_reduction && Some(*r) != vectorized)
+    {
+        out.push(Directive::Unroll {
+            var: r.clone(),
+            factor: Some(2),
         });
     }
     let unroll = UNROLLS[g.unroll as usize % UNROLLS.len()];
