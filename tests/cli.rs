@@ -131,7 +131,8 @@ fn lower_loops_computes_the_producer_per_tile_with_its_halo() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("let bx.y.max = min(out.s0.yo * 32, 222) + 33"),
+        stdout.contains("let bx.y.min = min(out.s0.yo * 32, 222)")
+            && stdout.contains("for bx.s0.y in [bx.y.min, bx.y.min + 34)"),
         "32 rows plus a two-row halo:\n{stdout}"
     );
 }
@@ -140,16 +141,16 @@ fn lower_loops_computes_the_producer_per_tile_with_its_halo() {
 fn lower_reports_an_illegal_schedule() {
     let out = strata(&[
         "lower",
-        "examples/kernels/matmul.strata",
+        "examples/kernels/histogram.strata",
         "--stage",
         "loops",
         "--schedule",
-        "C.update(0): vectorize(k, 4)",
+        "hist.update(0): vectorize(x, 4)",
     ]);
     assert!(!out.status.success());
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("in the schedule of `C.update(0)`: `vectorize(k, 4)`"),
+        stderr.contains("in the schedule of `hist.update(0)`: `vectorize(x, 4)`"),
         "{stderr}"
     );
     assert!(

@@ -309,7 +309,7 @@ fn hang_times_out_and_the_search_goes_on() {
         MATMUL,
         MATMUL_32,
         "hang",
-        "split(k, k_o, k_i, 16)",
+        "vectorize(j_i, 8)",
         "timeout",
         &[
             "--strategy",
