@@ -379,6 +379,14 @@ impl Expr {
         }
     }
 
+    /// Whether evaluating this expression reads a buffer (a load, or a call before flattening):
+    /// the only expressions that can fail, and whose value a store can change.
+    pub fn reads_memory(&self) -> bool {
+        let mut found = false;
+        self.for_each(&mut |e| found |= matches!(e, Expr::Load { .. } | Expr::Call { .. }));
+        found
+    }
+
     /// Whether the variable `name` occurs free in this expression.
     pub fn uses_var(&self, name: &str) -> bool {
         match self {

@@ -120,7 +120,7 @@ fn add_scaled(e: &Expr, scale: i64, lets: &[(String, Expr)], out: &mut Linear) -
         // A let is substituted unless its value reads memory: a load evaluated again here
         // could see a store made since the let.
         Expr::Var(name, _) => match lets.iter().rev().find(|(n, _)| n == name) {
-            Some((_, value)) if !reads_memory(value) => add_scaled(value, scale, lets, out),
+            Some((_, value)) if !value.reads_memory() => add_scaled(value, scale, lets, out),
             _ => out.add_term(vec![e.clone()], scale),
         },
         Expr::Binary(BinOp::Add, a, b) => {
@@ -138,12 +138,6 @@ fn add_scaled(e: &Expr, scale: i64, lets: &[(String, Expr)], out: &mut Linear) -
         }
         _ => out.add_term(vec![e.clone()], scale),
     }
-}
-
-fn reads_memory(e: &Expr) -> bool {
-    let mut found = false;
-    e.for_each(&mut |node| found |= matches!(node, Expr::Load { .. } | Expr::Call { .. }));
-    found
 }
 
 impl Linear {

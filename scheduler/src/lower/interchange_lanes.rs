@@ -29,16 +29,7 @@ use crate::ir::{Expr, ForKind, Stmt};
 
 /// Interchanges every qualifying nest of `s`, outermost first.
 pub fn interchange_lanes(s: &Stmt) -> Stmt {
-    if let Stmt::For {
-        kind: ForKind::Serial,
-        ..
-    } = s
-    {
-        if let Some(out) = interchange(s) {
-            return out;
-        }
-    }
-    s.map(&mut |e| e.clone(), &mut interchange_lanes)
+    super::rewrite_serial_loops(s, &interchange)
 }
 
 /// What every lanes loop of a nest shares: `lanes for var in [min, min + extent) { lets; if
@@ -186,5 +177,59 @@ fn strip_lanes(s: &Stmt) -> Stmt {
             }
         }
         other => other.map(&mut |e| e.clone(), &mut strip_lanes),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::Type;
+    use strata_dsl::Value;
+
+    fn for_(var: &str, min: Expr, kind: ForKind, body: Stmt) -> Stmt {
+        Stmt::For {
+            var: var.into(),
+            min,
+            extent: Expr::int(4),
+            kind,
+            body: Box::new(body),
+        }
+    }
+
+    fn store(index: Expr) -> Stmt {
+        Stmt::Store {
+            buffer: "out".into(),
+            index,
+            value: Expr::Const(Value::F32(1.0)),
+        }
+    }
+
+    /// `for c { lanes for xi in [min, ..) { out[xi] = 1 } }`
+    fn nest(lanes_min: Expr) -> Stmt {
+        let lanes = for_("xi", lanes_min, ForKind::Lanes, store(Expr::var("xi")));
+        for_("c", Expr::int(0), ForKind::Serial, lanes)
+    }
+
+    #[test]
+    fn the_lanes_loop_moves_outside() {
+        let out = interchange_lanes(&nest(Expr::int(0)));
+        let Stmt::For {
+            var, kind, body, ..
+        } = &out
+        else {
+            panic!("{out}")
+        };
+        assert_eq!((var.as_str(), *kind), ("xi", ForKind::Lanes), "{out}");
+        assert!(
+            matches!(body.as_ref(), Stmt::For { var, .. } if var == "c"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_header_that_depends_on_the_nest_stays_inside() {
+        let inner_dependent = Expr::Var("c".into(), Type::I32);
+        let s = nest(inner_dependent);
+        assert_eq!(interchange_lanes(&s), s);
     }
 }

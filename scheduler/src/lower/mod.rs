@@ -63,6 +63,24 @@ impl PassLog {
     }
 }
 
+/// Rewrites `s` top down: each serial loop `rewrite` transforms is replaced (and not visited
+/// further); every other statement keeps its shape with its children rewritten. The shape of
+/// the passes that act on a loop nest as a whole (`interchange_lanes`, `vector_accumulators`).
+pub(crate) fn rewrite_serial_loops(s: &Stmt, rewrite: &dyn Fn(&Stmt) -> Option<Stmt>) -> Stmt {
+    if let Stmt::For {
+        kind: crate::ir::ForKind::Serial,
+        ..
+    } = s
+    {
+        if let Some(out) = rewrite(s) {
+            return out;
+        }
+    }
+    s.map(&mut |e| e.clone(), &mut |c| {
+        rewrite_serial_loops(c, rewrite)
+    })
+}
+
 /// Lowers `pipeline` under `schedule` to a loop nest.
 pub fn lower(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel, LowerError> {
     let mut log = PassLog::new();

@@ -61,13 +61,7 @@ fn merge_ifs(stmts: Vec<Stmt>) -> Stmt {
         Some(Stmt::If { cond, .. }) => cond.clone(),
         _ => return Stmt::block(stmts),
     };
-    let mut reads_memory = false;
-    first_cond.for_each(&mut |e| {
-        reads_memory |= matches!(
-            e,
-            crate::ir::Expr::Load { .. } | crate::ir::Expr::Call { .. }
-        )
-    });
+    let reads_memory = first_cond.reads_memory();
     let same = stmts
         .iter()
         .all(|s| matches!(s, Stmt::If { cond, .. } if *cond == first_cond));

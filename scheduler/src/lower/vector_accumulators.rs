@@ -28,16 +28,7 @@ use crate::ir::{Expr, ForKind, ReduceOp, Stmt, Type};
 
 /// Gives every qualifying loop of `s` its vector accumulators, outermost loop first.
 pub fn vector_accumulators(s: &Stmt) -> Stmt {
-    if let Stmt::For {
-        kind: ForKind::Serial,
-        ..
-    } = s
-    {
-        if let Some(out) = with_accumulators(s) {
-            return out;
-        }
-    }
-    s.map(&mut |e| e.clone(), &mut vector_accumulators)
+    super::rewrite_serial_loops(s, &with_accumulators)
 }
 
 /// One fold step: `buffer[index] = buffer[index] op reduce_op(vector)`.
@@ -137,7 +128,7 @@ fn qualifies(fold: &Fold, body: &Stmt, bound: &[String]) -> bool {
         return false;
     }
     let mut ok = true;
-    visit(body, &mut |s| match fold_step(s) {
+    body.for_each(&mut |s| match fold_step(s) {
         Some((f, vector)) if f.buffer == fold.buffer => {
             ok &= f == *fold && !reads(vector, &fold.buffer);
         }
@@ -147,14 +138,6 @@ fn qualifies(fold: &Fold, body: &Stmt, bound: &[String]) -> bool {
         }
     });
     ok
-}
-
-/// Calls `f` on `s` and every statement inside it.
-fn visit(s: &Stmt, f: &mut dyn FnMut(&Stmt)) {
-    f(s);
-    for c in s.children() {
-        visit(c, f);
-    }
 }
 
 fn reads(e: &Expr, buffer: &str) -> bool {

@@ -2,7 +2,7 @@
 //! Halide's `CSE.cpp`), and removal of dead or trivial lets.
 
 use super::rules::{shallow, ty_of};
-use super::subst::{is_trivial, names_in_expr, names_in_stmt, reads_memory, stmt_uses_var};
+use super::subst::{is_trivial, names_in_expr, names_in_stmt, stmt_uses_var};
 use super::subst::{subst_expr, subst_stmt};
 use crate::ir::{Expr, Stmt, Type};
 use std::cell::RefCell;
@@ -80,8 +80,8 @@ fn cse_in(e: &Expr, fresh: &mut Fresh) -> Expr {
 fn walls(e: &Expr) -> Vec<bool> {
     match e {
         Expr::Let { .. } => vec![true, true],
-        Expr::Select(_, t, f) => vec![false, reads_memory(t), reads_memory(f)],
-        Expr::Binary(BinOp::And | BinOp::Or, _, b) => vec![false, reads_memory(b)],
+        Expr::Select(_, t, f) => vec![false, t.reads_memory(), f.reads_memory()],
+        Expr::Binary(BinOp::And | BinOp::Or, _, b) => vec![false, b.reads_memory()],
         _ => vec![false; e.children().len()],
     }
 }

@@ -2,7 +2,7 @@
 
 use super::interval::{bounds, Scope};
 use super::loop_interval;
-use super::subst::{buffers_read, buffers_written, reads_memory};
+use super::subst::{buffers_read, buffers_written};
 use crate::ir::{Expr, ForKind, Stmt};
 
 /// Moves each `let` at the top of a loop body (directly inside the loop, or after other lets)
@@ -114,7 +114,7 @@ fn can_lift(
             .any(|(k, v)| k == name || v.uses_var(name))
         || split.lifted.iter().any(|(l, _)| l == name);
     let clobbered = buffers_read(value).iter().any(|b| written.contains(b));
-    let unsafe_read = reads_memory(value) && !h.runs;
+    let unsafe_read = value.reads_memory() && !h.runs;
     !(depends || captures || clobbered || unsafe_read)
 }
 

@@ -9,13 +9,6 @@ pub fn is_trivial(e: &Expr) -> bool {
     matches!(e, Expr::Var(..) | Expr::Const(_) | Expr::Param(..))
 }
 
-/// Whether `e` reads a buffer (a `Load` or `Call`): the only expressions that can fail.
-pub fn reads_memory(e: &Expr) -> bool {
-    let mut found = false;
-    e.for_each(&mut |x| found |= matches!(x, Expr::Load { .. } | Expr::Call { .. }));
-    found
-}
-
 /// The buffers and functions `e` reads.
 pub fn buffers_read(e: &Expr) -> HashSet<String> {
     let mut names = HashSet::new();
