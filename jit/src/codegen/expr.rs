@@ -325,7 +325,7 @@ impl FnCodegen<'_, '_, '_> {
             };
         }
         let base = self.env.buffer(buffer);
-        let flags = self.load_flags(buffer);
+        let flags = self.load_flags(buffer, index);
         let elem = scalar_type(ty.dtype);
         if ty.lanes == 1 {
             let (addr, offset) = self.element_address(base, index, ty.dtype);
@@ -347,16 +347,50 @@ impl FnCodegen<'_, '_, '_> {
         pack(&mut self.b, values, ty)
     }
 
-    /// Flags for loads of `buffer`. Inputs are never written by the kernel. Outside any `if`,
-    /// an input load may also move: every index it can compute from the enclosing loops'
-    /// variables lies in the region bounds inference required and the call checked (regions
-    /// do not shrink for empty inner loops), so Cranelift may hoist it out of loops or sink it
-    /// into its user (a broadcast or an fma operand) and schedule it next to its use.
-    pub fn load_flags(&self, buffer: &str) -> MemFlagsData {
-        match (self.env.is_read_only(buffer), self.env.under_condition) {
-            (true, false) => mem_flags().with_readonly().with_can_move(),
-            (true, true) => mem_flags().with_readonly(),
-            (false, _) => mem_flags(),
+    /// Flags for loads of `buffer[index]`. Inputs are never written by the kernel. An input
+    /// load may also move: every index it can compute from the enclosing loops' variables lies
+    /// in the region bounds inference required and the call checked (regions do not shrink for
+    /// empty inner loops), so Cranelift may hoist it out of loops or sink it into its user (a
+    /// broadcast or an fma operand) and schedule it next to its use. Under an `if` that holds
+    /// only while the load is in bounds, the load must not rise above the `if`: it may move
+    /// only when its index depends on a loop counter bound inside the innermost `if`, which
+    /// pins it there.
+    pub fn load_flags(&self, buffer: &str, index: &Expr) -> MemFlagsData {
+        if !self.env.is_read_only(buffer) {
+            return mem_flags();
+        }
+        let movable = match self.env.condition_scope {
+            None => true,
+            Some(scope) => self.depends_on_counter_inside(index, scope),
+        };
+        if movable {
+            mem_flags().with_readonly().with_can_move()
+        } else {
+            mem_flags().with_readonly()
+        }
+    }
+
+    /// Whether `index` (lets substituted) uses a loop counter among the variables bound after
+    /// the first `scope`: a block parameter of a loop header, which no load using it can rise
+    /// above. (Unrolled loops bind constants, which pin nothing.)
+    fn depends_on_counter_inside(&self, index: &Expr, scope: usize) -> bool {
+        let expanded = super::promote::expand(index, &self.lets);
+        let mut pinned = false;
+        expanded.for_each(&mut |e| {
+            if let Expr::Var(name, _) = e {
+                pinned |= self.env.var_depth(name) > scope && self.is_loop_counter(name);
+            }
+        });
+        pinned
+    }
+
+    fn is_loop_counter(&self, name: &str) -> bool {
+        match self.env.var(name) {
+            CVal::Scalar(v) => matches!(
+                self.b.func.dfg.value_def(v),
+                cranelift_codegen::ir::ValueDef::Param(..)
+            ),
+            CVal::Pieces(_) => false,
         }
     }
 

@@ -246,9 +246,10 @@ pub(crate) struct Env {
     threads: Option<Value>,
     /// The inputs: value semantics means the kernel never writes them.
     read_only: Vec<String>,
-    /// Whether the code being generated runs only when an `if` holds. Bounds inference narrows
-    /// regions by guards, so an input load there may be out of bounds when hoisted above it.
-    pub under_condition: bool,
+    /// How many variables were in scope at the innermost `if` enclosing the code being
+    /// generated (`None` outside any `if` of this function). Bounds inference narrows regions
+    /// by guards, so an input load there may be out of bounds if hoisted above the `if`.
+    pub condition_scope: Option<usize>,
 }
 
 impl Env {
@@ -277,6 +278,11 @@ impl Env {
             .iter()
             .rposition(|(n, ..)| n == name)
             .map_or(0, |i| i + 1)
+    }
+
+    /// How many variables are in scope.
+    pub fn scope_len(&self) -> usize {
+        self.vars.len()
     }
 
     /// Whether `name` is never written by the kernel (an input).

@@ -104,7 +104,7 @@ impl FnCodegen<'_, '_, '_> {
     /// Loads a promoted location into one variable per piece.
     fn read_into_variables(&mut self, location: &promote::Location) -> Vec<Variable> {
         let (addr, offset) = self.location_address(location);
-        let flags = self.load_flags(&location.buffer);
+        let flags = self.load_flags(&location.buffer, &location.index);
         let value = if location.ty.lanes == 1 {
             let elem = super::values::scalar_type(location.ty.dtype);
             CVal::Scalar(self.b.ins().load(elem, flags, addr, offset))
@@ -172,7 +172,8 @@ impl FnCodegen<'_, '_, '_> {
         let else_block = self.b.create_block();
         let join = self.b.create_block();
         self.b.ins().brif(c, then_block, &[], else_block, &[]);
-        let outer = std::mem::replace(&mut self.env.under_condition, true);
+        let scope = Some(self.env.scope_len());
+        let outer = std::mem::replace(&mut self.env.condition_scope, scope);
         for (block, branch) in [(then_block, Some(then_case)), (else_block, else_case)] {
             self.b.switch_to_block(block);
             self.b.seal_block(block);
@@ -181,7 +182,7 @@ impl FnCodegen<'_, '_, '_> {
             }
             self.b.ins().jump(join, &[]);
         }
-        self.env.under_condition = outer;
+        self.env.condition_scope = outer;
         self.b.switch_to_block(join);
         self.b.seal_block(join);
     }
@@ -391,7 +392,9 @@ fn restore_scope(
     };
     let mut env = Env {
         read_only: captured.read_only.clone(),
-        under_condition: captured.under_condition,
+        // The body runs only for iterations that reached the parallel loop, and code cannot
+        // move out of this function: an `if` around the loop constrains nothing in here.
+        condition_scope: None,
         ..Env::default()
     };
     for (name, v, ty) in &captured.vars {
