@@ -119,14 +119,9 @@ impl FnCodegen<'_, '_, '_> {
         if let Some(fused) = self.fused_multiply_add(op, a, b, ty) {
             return fused;
         }
-        if let Some(d) = constant_u32_divisor(op, a, b, ty) {
+        if let Some(divide) = self.u32_division_by_constant(op, a, b, ty) {
             let x = self.expr(a);
-            return CVal::Pieces(
-                x.pieces()
-                    .iter()
-                    .map(|&p| divide_u32x4_by_constant(&mut self.b, p, d))
-                    .collect(),
-            );
+            return CVal::Pieces(x.pieces().iter().map(|&p| divide(&mut self.b, p)).collect());
         }
         let (x, y) = (self.expr(a), self.expr(b));
         let dtype = operand.dtype;
@@ -141,6 +136,28 @@ impl FnCodegen<'_, '_, '_> {
         self.lanewise_with(ty, &[(x, operand), (y, b.ty())], native, &mut |bld, l| {
             scalar::binary(bld, op, l[0], l[1], dtype)
         })
+    }
+
+    /// How to divide each native u32 piece of `a` by a constant `b` (x64 has no vector integer
+    /// division): through f32 when `a`'s form bounds it by 2^22, else by multiply and shift
+    /// when a 32-bit magic number exists; `None` leaves it lane by lane.
+    fn u32_division_by_constant(
+        &self,
+        op: BinOp,
+        a: &Expr,
+        b: &Expr,
+        ty: IrType,
+    ) -> Option<Box<dyn Fn(&mut cranelift_frontend::FunctionBuilder, Value) -> Value>> {
+        let d = constant_u32_divisor(op, a, b, ty)?;
+        let small = super::range::unsigned_bound(a, &self.lets)
+            .is_some_and(|bound| bound <= SMALL_DIVIDEND_BOUND);
+        if small && d <= 1 << 16 {
+            return Some(Box::new(move |bld, x| {
+                divide_small_u32x4_by_constant(bld, x, d)
+            }));
+        }
+        magic_u32(d)?;
+        Some(Box::new(move |bld, x| divide_u32x4_by_constant(bld, x, d)))
     }
 
     /// `a * b + c` on floats as one fused multiply-add when the host has it (the stated float
@@ -183,6 +200,9 @@ impl FnCodegen<'_, '_, '_> {
 
     fn cast(&mut self, a: &Expr, to: IrType) -> CVal {
         let from = a.ty();
+        if let Some(widened) = self.widening_load(a, to) {
+            return widened;
+        }
         let v = self.expr(a);
         if from.dtype == to.dtype {
             return v;
@@ -196,7 +216,10 @@ impl FnCodegen<'_, '_, '_> {
         if let Some(widened) = self.widen_natively(&v, from, to) {
             return widened;
         }
-        if let Some(narrowed) = super::narrow::narrow_natively(&mut self.b, &v, from, to) {
+        let fits = to.dtype.is_int()
+            && super::range::unsigned_bound(a, &self.lets)
+                .is_some_and(|bound| bound <= to.dtype.int_range().map_or(0, |r| r.1) as u64);
+        if let Some(narrowed) = super::narrow::narrow_natively(&mut self.b, &v, from, to, fits) {
             return narrowed;
         }
         let (fd, td) = (from.dtype, to.dtype);
@@ -223,6 +246,44 @@ impl FnCodegen<'_, '_, '_> {
         self.lanewise_with(to, &[(v, from)], false, &mut |bld, l| {
             scalar::cast(bld, l[0], fd, td)
         })
+    }
+
+    /// A dense vector load cast to integers twice as wide, as widening loads (`pmovzxwd` and
+    /// friends from memory: one instruction per piece instead of a load and two widenings).
+    fn widening_load(&mut self, a: &Expr, to: IrType) -> Option<CVal> {
+        let Expr::Load { buffer, index, ty } = a else {
+            return None;
+        };
+        let (Layout::Native { .. }, Layout::Native { pieces, .. }) = (layout(*ty), layout(to))
+        else {
+            return None;
+        };
+        let (from, bytes) = (ty.dtype, ty.dtype.bytes());
+        if !from.is_int() || !to.dtype.is_int() || to.dtype.bytes() != 2 * bytes {
+            return None;
+        }
+        let start = dense_start(index)?;
+        if self.promoted_location(buffer, index).is_some() {
+            return None;
+        }
+        let flags = self.load_flags(buffer, index);
+        let base = self.env.buffer(buffer);
+        let (addr, offset) = self.element_address(base, start, from);
+        let signed = from.is_signed_int();
+        // Each piece of the result holds 8 bytes of the source.
+        let load = |b: &mut cranelift_frontend::FunctionBuilder, at: i32| match (bytes, signed) {
+            (1, false) => b.ins().uload8x8(flags, addr, at),
+            (1, true) => b.ins().sload8x8(flags, addr, at),
+            (2, false) => b.ins().uload16x4(flags, addr, at),
+            (2, true) => b.ins().sload16x4(flags, addr, at),
+            (_, false) => b.ins().uload32x2(flags, addr, at),
+            (_, true) => b.ins().sload32x2(flags, addr, at),
+        };
+        Some(CVal::Pieces(
+            (0..pieces as i32)
+                .map(|p| load(&mut self.b, offset + p * 8))
+                .collect(),
+        ))
     }
 
     /// `u16 -> u32`, `i16 -> i32`, `u8 -> u16`, `i8 -> i16` (and on to 32 bits) with the
@@ -433,8 +494,7 @@ pub fn dense_start(index: &Expr) -> Option<&Expr> {
     }
 }
 
-/// `d` when `a / b` divides native u32 vectors by a constant `d >= 2` that the multiply-shift
-/// method handles exactly (x64 has no vector integer division).
+/// `d` when `a / b` divides native u32 vectors by a constant `d >= 2`.
 fn constant_u32_divisor(op: BinOp, a: &Expr, b: &Expr, ty: IrType) -> Option<u32> {
     if op != BinOp::Div
         || ty.dtype != Dtype::U32
@@ -448,7 +508,7 @@ fn constant_u32_divisor(op: BinOp, a: &Expr, b: &Expr, ty: IrType) -> Option<u32
         other => other,
     };
     match constant {
-        Expr::Const(strata_dsl::Value::U32(d)) if *d >= 2 && magic_u32(*d).is_some() => Some(*d),
+        Expr::Const(strata_dsl::Value::U32(d)) if *d >= 2 => Some(*d),
         _ => None,
     }
 }
@@ -462,6 +522,36 @@ pub fn magic_u32(d: u32) -> Option<(u64, u32)> {
         let exact = m * d - (1u128 << k) <= 1u128 << (k - 32);
         (exact && m < (1u128 << 32)).then_some((m as u64, k))
     })
+}
+
+/// The largest dividend `divide_small_u32x4_by_constant` is exact for.
+const SMALL_DIVIDEND_BOUND: u64 = 1 << 22;
+
+/// The least f32 at or above `1 / d` (`d <= 2^16`, so the f64 product below is exact).
+pub fn reciprocal_rounded_up(d: u32) -> f32 {
+    let r = 1.0 / d as f32;
+    if (r as f64) * (d as f64) < 1.0 {
+        f32::from_bits(r.to_bits() + 1)
+    } else {
+        r
+    }
+}
+
+/// `x / d` for four u32 lanes at most 2^22 (and `d <= 2^16`), in three instructions through
+/// f32: `trunc(x * r)` with `r` the reciprocal rounded up. Exact: `x * r >= x / d`, and
+/// rounding to nearest cannot fall below the integer quotient `q`; above, the two roundings
+/// add less than `x / d * 2^-22 <= 1 / d`, so the product stays under `q + 1` (x = q d + s,
+/// s < d). `x` converts exactly (below 2^24) and the quotient fits an i32.
+fn divide_small_u32x4_by_constant(
+    b: &mut cranelift_frontend::FunctionBuilder,
+    x: Value,
+    d: u32,
+) -> Value {
+    let r = b.ins().f32const(reciprocal_rounded_up(d));
+    let r = b.ins().splat(types::F32X4, r);
+    let xf = b.ins().fcvt_from_sint(types::F32X4, x);
+    let q = b.ins().fmul(xf, r);
+    b.ins().x86_cvtt2dq(types::I32X4, q)
 }
 
 /// `x / d` for the four u32 lanes of `x`: widen to u64 lanes, multiply by the magic number,
@@ -549,7 +639,34 @@ fn math_symbol(f: Intrinsic, dtype: Dtype) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
-    use super::magic_u32;
+    use super::{magic_u32, reciprocal_rounded_up, SMALL_DIVIDEND_BOUND};
+
+    /// What `divide_small_u32x4_by_constant` computes in each lane.
+    fn through_f32(x: u32, d: u32) -> u32 {
+        (x as f32 * reciprocal_rounded_up(d)).trunc() as u32
+    }
+
+    /// Every dividend up to the bound for a few divisors, and for every divisor up to 2^16 the
+    /// dividends where an error would show first: each side of the multiples near the bound.
+    #[test]
+    fn small_dividends_divide_exactly_through_f32() {
+        let bound = SMALL_DIVIDEND_BOUND as u32;
+        for d in [3u32, 7, 10, 65_535] {
+            for x in 0..=bound {
+                assert_eq!(through_f32(x, d), x / d, "{x} / {d}");
+            }
+        }
+        for d in 2..=1u32 << 16 {
+            assert!(reciprocal_rounded_up(d) as f64 * d as f64 >= 1.0, "1 / {d}");
+            let top = bound / d * d;
+            for q in [top, top - d, top / 2 / d * d, d, 0] {
+                for x in [q.saturating_sub(1), q, q + 1, q + d - 1] {
+                    let x = x.min(bound);
+                    assert_eq!(through_f32(x, d), x / d, "{x} / {d}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn magic_numbers_divide_every_u32_exactly() {

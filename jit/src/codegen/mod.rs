@@ -10,6 +10,7 @@ mod address;
 mod expr;
 mod narrow;
 mod promote;
+mod range;
 mod reduce;
 mod scalar;
 mod stmt;

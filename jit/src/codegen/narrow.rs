@@ -18,12 +18,14 @@ use strata_scheduler::Type as IrType;
 
 /// `v` (of type `from`) cast to `to` with native narrowing instructions, or `None` where this
 /// does not apply (a side that is not a native vector, not an integer narrowing from 16 or 32
-/// bits, or pieces that do not pair up): the caller then casts lane by lane.
+/// bits, or pieces that do not pair up): the caller then casts lane by lane. `fits`: the caller
+/// proved every lane already in `0..=max` of the target's type, so no mask is needed.
 pub fn narrow_natively(
     b: &mut FunctionBuilder,
     v: &CVal,
     from: IrType,
     to: IrType,
+    fits: bool,
 ) -> Option<CVal> {
     let (
         Layout::Native {
@@ -57,10 +59,14 @@ pub fn narrow_natively(
     {
         return None;
     }
-    let mask = (1i64 << (8 * to_bytes)) - 1;
-    let mask = b.ins().iconst(scalar_type(from.dtype), mask);
-    let mask = b.ins().splat(from_vector, mask);
-    let mut current: Vec<Value> = pieces.iter().map(|&p| b.ins().band(p, mask)).collect();
+    let mut current: Vec<Value> = if fits {
+        pieces.to_vec()
+    } else {
+        let mask = (1i64 << (8 * to_bytes)) - 1;
+        let mask = b.ins().iconst(scalar_type(from.dtype), mask);
+        let mask = b.ins().splat(from_vector, mask);
+        pieces.iter().map(|&p| b.ins().band(p, mask)).collect()
+    };
     for _ in 0..steps {
         // `unarrow(x, y)`: the lanes of `x`, then those of `y`, at half the width.
         current = current
