@@ -3,15 +3,16 @@
 //! its consumer's loops); for each stage a split factor per dimension (a tile), whether the
 //! reduction loops run outside the tile's inner loops (register blocking), a vector width for the
 //! innermost pure loop, an unroll factor for the loop outside it, and whether the outermost pure
-//! loop is parallel. `schedule` turns a genome into a legal `Schedule` (or `None` when validation
+//! loop is parallel. `seeds` gives rule-made starting points. `schedule` turns a genome into a legal `Schedule` (or `None` when validation
 //! refuses it); equal schedules are recognised by the hash of their canonical text.
 
 use rand::seq::IndexedRandom;
 use rand::Rng;
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use strata_dsl::ir::{Expr, Pipeline};
 use strata_scheduler::lower::lift_reductions::{lift_reductions, Lifted};
-use strata_scheduler::schedule::validate::{effective_consumers, validate, Placement};
+use strata_scheduler::schedule::validate::{effective_consumers, validate, FuncPlan, Placement};
 use strata_scheduler::schedule::{Directive, LoopLevel, Schedule, StageRef};
 
 /// Split factors a gene can pick (1: no split).
@@ -151,6 +152,47 @@ impl Space {
         }
     }
 
+    /// Rule-made starting points, measured before the search proper (TVM's MetaSchedule
+    /// builds its space from rules like these, and Halide's autoschedulers start from similar
+    /// templates): each placement of the producers (all at their consumer's outermost loop;
+    /// pure ones at its second loop; all at root; pure ones inlined) crossed with each `Template`,
+    /// applied to every stage. A stage the template makes illegal keeps the default decisions;
+    /// placements the validator refuses give no seed, and seeds giving one schedule count once.
+    pub fn seeds(&self) -> Vec<Genome> {
+        // (for pure functions, for reductions): a reduction placed deeper than its consumer's
+        // outermost loop would be recomputed for every inner tile.
+        let placements = [
+            (Place::At(0), Place::At(0)),
+            (Place::At(1), Place::At(0)),
+            (Place::Root, Place::Root),
+            (Place::Inline, Place::At(0)),
+        ];
+        let (mut out, mut hashes) = (Vec::new(), std::collections::HashSet::new());
+        for template in TEMPLATES {
+            for (pure, reducing) in placements {
+                let mut g = self.default_genome();
+                for (slot, (_, has_updates, _)) in g.places.iter_mut().zip(&self.funcs) {
+                    *slot = if *has_updates { reducing } else { pure };
+                }
+                if self.schedule(&g).is_none() {
+                    continue;
+                }
+                for (s, shape) in self.stages.iter().enumerate() {
+                    let before = std::mem::replace(&mut g.stages[s], template.genes(shape));
+                    if self.schedule(&g).is_none() {
+                        g.stages[s] = before;
+                    }
+                }
+                if let Some(schedule) = self.schedule(&g) {
+                    if hashes.insert(schedule_hash(&schedule)) {
+                        out.push(g);
+                    }
+                }
+            }
+        }
+        out
+    }
+
     pub fn random(&self, rng: &mut impl Rng) -> Genome {
         let mut g = self.default_genome();
         for i in 0..g.places.len() {
@@ -245,13 +287,13 @@ impl Space {
             Place::Root => Some(Directive::ComputeRoot),
             Place::At(depth) => {
                 let plan = validate(&self.lifted, schedule).ok()?;
-                let consumers = effective_consumers(&self.lifted.pipeline, &plan.funcs, name);
-                let (consumer, stage) = consumers.first()?.clone();
+                let (consumer, stage, limit) = host(&self.lifted, &plan.funcs, name)?;
                 let dims = &plan.funcs.get(&consumer)?.stages.get(stage)?.dims;
                 let usable = dims
                     .iter()
                     .take_while(|d| d.kind != strata_scheduler::ForKind::Vectorized)
-                    .count();
+                    .count()
+                    .min(limit);
                 if usable == 0 || plan.funcs.get(&consumer)?.compute == Placement::Inline {
                     return Some(Directive::ComputeRoot);
                 }
@@ -269,6 +311,154 @@ impl Space {
             }
         }
     }
+}
+
+/// Where `name` can be computed inside: its consumer's stage when it has one; with several (a
+/// softmax's exponentials feed the sum and the output), the nearest stage every consumer is
+/// computed within, following their placements. Also how many of that stage's loops (outermost
+/// first) enclose every consumer.
+fn host(
+    lifted: &Lifted,
+    funcs: &BTreeMap<String, FuncPlan>,
+    name: &str,
+) -> Option<(String, usize, usize)> {
+    let consumers = effective_consumers(&lifted.pipeline, funcs, name);
+    let chains: Vec<Vec<(String, usize, Option<String>)>> = consumers
+        .iter()
+        .map(|(f, s)| enclosing_stages(funcs, f, *s))
+        .collect();
+    let (func, stage, _) = chains
+        .first()?
+        .iter()
+        .find(|(f, s, _)| {
+            chains
+                .iter()
+                .all(|c| c.iter().any(|(g, t, _)| g == f && t == s))
+        })?
+        .clone();
+    let dims = &funcs.get(&func)?.stages.get(stage)?.dims;
+    let limit = chains
+        .iter()
+        .filter_map(|c| c.iter().find(|(g, t, _)| *g == func && *t == stage))
+        .map(|(_, _, entered)| match entered {
+            Some(var) => dims
+                .iter()
+                .position(|d| &d.name == var)
+                .map_or(0, |p| p + 1),
+            None => dims.len(),
+        })
+        .min()?;
+    Some((func, stage, limit))
+}
+
+/// `(func, stage)` and then each stage it is computed inside, outward, with the loop through
+/// which the nest is entered there.
+fn enclosing_stages(
+    funcs: &BTreeMap<String, FuncPlan>,
+    func: &str,
+    stage: usize,
+) -> Vec<(String, usize, Option<String>)> {
+    let mut chain = vec![(func.to_string(), stage, None)];
+    let mut current = func.to_string();
+    while let Some(Placement::At { func, stage, var }) = funcs.get(&current).map(|p| &p.compute) {
+        if chain.iter().any(|(f, ..)| f == func) {
+            break; // defensive: placements never form a cycle in a validated plan
+        }
+        chain.push((func.clone(), *stage, Some(var.clone())));
+        current = func.clone();
+    }
+    chain
+}
+
+/// A rule for one stage's loops, as the seeds apply it.
+#[derive(Clone, Copy)]
+enum Template {
+    /// Vectorize the innermost loop `width` wide (the innermost reduction loop when
+    /// `reductions`, as for a row max or sum); the outermost loop parallel.
+    Vector { width: u32, reductions: bool },
+    /// Tile the two innermost pure dimensions `rows` x `cols`, vectorize `width` wide. As a
+    /// `register` tile (multi-level tiling for a contraction): the reductions run outside the
+    /// tile, whose rows are unrolled, and the innermost reduction is split by 2 and unrolled.
+    Tile {
+        rows: u32,
+        cols: u32,
+        width: u32,
+        register: bool,
+    },
+}
+
+const TEMPLATES: [Template; 5] = [
+    Template::Vector {
+        width: 8,
+        reductions: true,
+    },
+    Template::Vector {
+        width: 16,
+        reductions: true,
+    },
+    Template::Vector {
+        width: 8,
+        reductions: false,
+    },
+    Template::Tile {
+        rows: 4,
+        cols: 8,
+        width: 8,
+        register: true,
+    },
+    Template::Tile {
+        rows: 16,
+        cols: 64,
+        width: 16,
+        register: false,
+    },
+];
+
+impl Template {
+    fn genes(self, shape: &StageShape) -> StageGenes {
+        let (pure, dims) = (shape.pure.len(), shape.pure.len() + shape.reduction.len());
+        let mut g = StageGenes {
+            split: vec![0; dims],
+            reduction_outside: false,
+            vector: 0,
+            unroll: 0,
+            parallel: true,
+            vector_reduction: false,
+            unroll_reduction: false,
+        };
+        match self {
+            Template::Vector { width, reductions } => {
+                g.vector = index_of(&WIDTHS, width);
+                g.vector_reduction = reductions && !shape.reduction.is_empty();
+            }
+            Template::Tile {
+                rows,
+                cols,
+                width,
+                register,
+            } => {
+                if pure >= 1 {
+                    g.split[pure - 1] = index_of(&FACTORS, cols);
+                }
+                if pure >= 2 {
+                    g.split[pure - 2] = index_of(&FACTORS, rows);
+                }
+                g.vector = index_of(&WIDTHS, width);
+                if register && dims > pure {
+                    g.reduction_outside = true;
+                    g.unroll = index_of(&UNROLLS, rows);
+                    g.split[dims - 1] = index_of(&FACTORS, 2);
+                    g.unroll_reduction = true;
+                }
+            }
+        }
+        g
+    }
+}
+
+/// Where `value` is in `table` (the tables above hold every value the templates use).
+fn index_of(table: &[u32], value: u32) -> u8 {
+    table.iter().position(|&v| v == value).unwrap_or(0) as u8
 }
 
 fn random_place(has_updates: bool, rng: &mut impl Rng) -> Place {

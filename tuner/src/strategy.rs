@@ -1,7 +1,8 @@
 //! Search strategies over the space: `random` (uniform points), `evolve` (a population of the
 //! fastest measured points, mutated one decision at a time and crossed over), and `model` (the
 //! default: many candidates from mutation and random sampling, ranked by the learned cost model,
-//! the most promising measured; Ansor / Adams2019 style). For a given seed, `random` proposes the
+//! the most promising measured; Ansor / Adams2019 style). `evolve` and `model` first measure the
+//! space's rule-made seeds (`Space::seeds`), so the population starts from sensible schedules. For a given seed, `random` proposes the
 //! same sequence every time; `evolve` and `model` propose the same sequence given the same
 //! measurements (they learn from timings, so timing noise can change what they try next).
 
@@ -64,11 +65,19 @@ pub struct Searcher {
     best: Vec<(Genome, f64)>,
     model: Model,
     seen: HashSet<String>,
+    /// The space's rule-made seeds not yet proposed, last first (none for `random`).
+    seeds: Vec<Genome>,
 }
 
 impl Searcher {
     pub fn new(kind: StrategyKind, space: Space, seed: u64) -> Searcher {
+        let mut seeds = match kind {
+            StrategyKind::Random => Vec::new(),
+            _ => space.seeds(),
+        };
+        seeds.reverse();
         Searcher {
+            seeds,
             kind,
             space,
             rng: StdRng::seed_from_u64(seed),
@@ -85,6 +94,12 @@ impl Searcher {
 
     /// The next candidate not measured before; `None` when none can be found.
     pub fn propose(&mut self) -> Option<Candidate> {
+        while let Some(genome) = self.seeds.pop() {
+            if let Some(c) = self.candidate(genome) {
+                self.seen.insert(c.hash.clone());
+                return Some(c);
+            }
+        }
         match self.kind {
             StrategyKind::Model if self.model.samples() >= 4 => self.ranked(),
             StrategyKind::Random => self.fresh(|s| s.space.random(&mut s.rng)),

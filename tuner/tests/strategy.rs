@@ -47,3 +47,80 @@ fn same_seed_same_measurements_same_sequence() {
         );
     }
 }
+
+fn softmax() -> strata_dsl::Pipeline {
+    strata_dsl::parse_kernel(
+        "kernel softmax(X: f32[R, C]) -> P: f32[R, C] {
+            mx(r) = max(c in 0..C) X(r, c);
+            e(r, c) = exp(X(r, c) - mx(r));
+            s(r) = sum(c in 0..C) e(r, c);
+            P(r, c) = e(r, c) / s(r);
+        }",
+        "softmax",
+    )
+    .unwrap()
+}
+
+/// The rule-made seeds are legal, distinct, and what `evolve` and `model` measure first (in
+/// order); `random` does not use them.
+#[test]
+fn seeds_come_first_and_are_legal() {
+    for pipeline in [matmul(), softmax()] {
+        let space = Space::new(&pipeline);
+        let seeds: Vec<String> = space
+            .seeds()
+            .iter()
+            .map(|g| {
+                let schedule = space.schedule(g).expect("a seed is a legal schedule");
+                strata_tuner::space::schedule_hash(&schedule)
+            })
+            .collect();
+        assert!(seeds.len() >= 5, "only {} seeds", seeds.len());
+        let distinct: HashSet<&String> = seeds.iter().collect();
+        assert_eq!(distinct.len(), seeds.len(), "two seeds are one schedule");
+        for kind in [StrategyKind::Evolve, StrategyKind::Model] {
+            let mut searcher = Searcher::new(kind, Space::new(&pipeline), 3);
+            let first: Vec<String> = (0..seeds.len())
+                .map(|_| searcher.propose().expect("a candidate").hash)
+                .collect();
+            assert_eq!(first, seeds, "{kind:?}");
+        }
+        let mut random = Searcher::new(StrategyKind::Random, Space::new(&pipeline), 3);
+        let first = random.propose().expect("a candidate").hash;
+        assert_ne!(Some(&first), seeds.first(), "random used a seed");
+    }
+}
+
+/// The seeds hold the schedules the rules describe: for a contraction a register tile with the
+/// reduction outside it; for softmax every producer at the output's row loop (the row max may
+/// sit in the exponentials' row loop, inside it) with the row reductions vectorized.
+#[test]
+fn seeds_hold_the_rule_made_schedules() {
+    let texts = |p: &strata_dsl::Pipeline| -> Vec<String> {
+        let space = Space::new(p);
+        space
+            .seeds()
+            .iter()
+            .filter_map(|g| space.schedule(g))
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let matmul = texts(&matmul());
+    assert!(
+        matmul
+            .iter()
+            .any(|t| t.contains("reorder(i_o, j_o, k_o, k_i, i_i, j_i)")
+                && t.contains("unroll(k_i, 2)")
+                && t.contains("vectorize(j_i, 8)")),
+        "no register tile among {matmul:#?}"
+    );
+    let softmax = texts(&softmax());
+    assert!(
+        softmax.iter().any(|t| t.contains("e: compute_at(P, r)")
+            && t.contains("s: compute_at(P, r)")
+            && (t.contains("mx: compute_at(P, r)") || t.contains("mx: compute_at(e, r)"))
+            && t.contains("mx.update(0): vectorize(c, 8)")
+            && t.contains("s.update(0): vectorize(c, 8)")),
+        "no fused softmax among {softmax:#?}"
+    );
+}
