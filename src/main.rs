@@ -305,8 +305,7 @@ fn lower_command(
     let kernels = load(file)?;
     let chosen = pick_kernel(&kernels, kernel, file)?;
     if stage == Stage::High {
-        println!("{chosen}");
-        return Ok(());
+        return print_listing(&chosen.to_string());
     }
     let schedule = read_schedule(schedule)?;
     let lowered = lower(chosen, &schedule).map_err(|e| format!("error: {e}"))?;
@@ -317,8 +316,7 @@ fn lower_command(
         None => lowered,
     };
     if stage == Stage::Loops {
-        println!("{lowered}");
-        return Ok(());
+        return print_listing(&lowered.to_string());
     }
     let options = strata::CodegenOptions {
         keep_text: true,
@@ -331,8 +329,17 @@ fn lower_command(
     } else {
         compiled.asm()
     };
-    println!("{}", texts.join("\n"));
-    Ok(())
+    print_listing(&texts.join("\n"))
+}
+
+/// Prints a listing to stdout. A reader that stops early (`strata lower ... | head`) closes
+/// the pipe: that ends the listing quietly instead of failing.
+fn print_listing(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    match writeln!(std::io::stdout().lock(), "{text}") {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("error: {e}")),
+        _ => Ok(()),
+    }
 }
 
 fn tune_command(

@@ -199,3 +199,33 @@ fn lower_reports_a_malformed_schedule_and_shape() {
         text(&out.stderr)
     );
 }
+
+/// A reader that stops early (`strata lower ... | head -1`) ends the listing quietly: exit 0,
+/// no panic about a broken pipe.
+#[test]
+fn lower_stops_quietly_when_the_reader_closes_the_pipe() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args([
+            "lower",
+            "examples/kernels/conv2d.strata",
+            "--stage",
+            "clif",
+            "--schedule",
+            "@examples/schedules/conv2d.sched",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The read end is dropped here, while the listing (hundreds of KiB, past any pipe buffer)
+    // is still being written.
+    let output = child.wait_with_output().unwrap();
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
