@@ -84,7 +84,8 @@ const VECTOR_SCHEDULES: [&str; 3] = [
     "O: split(i, io, ii, 32).vectorize(ii, 16).parallel(io)",
 ];
 
-/// Every widening pair, loaded at an offset (unaligned), summed so the widened values are used.
+/// Every widening pair (zero extension from unsigned types, sign extension from signed ones),
+/// loaded at an offset (unaligned), summed so the widened values are used.
 #[test]
 fn widening_loads() {
     let pairs = [
@@ -92,6 +93,10 @@ fn widening_loads() {
         (Dtype::I8, Dtype::I16, "sload8x8"),
         (Dtype::U16, Dtype::U32, "uload16x4"),
         (Dtype::I16, Dtype::I32, "sload16x4"),
+        (Dtype::U8, Dtype::I16, "uload8x8"),
+        (Dtype::U16, Dtype::I32, "uload16x4"),
+        (Dtype::I32, Dtype::I64, "sload32x2"),
+        (Dtype::U32, Dtype::I64, "uload32x2"),
     ];
     for (from, to, instruction) in pairs {
         let source = format!(
