@@ -121,10 +121,13 @@ fn small_dividends_divide_through_f32() {
             }}"
         );
         let clif = agrees(&source, Dtype::U16, &VECTOR_SCHEDULES);
-        assert!(
-            clif.contains("x86_cvtt2dq"),
-            "/ {d}: not through f32\n{clif}"
-        );
+        // The f32 route needs x86's truncating conversion; elsewhere it is multiply-shift.
+        if cfg!(target_arch = "x86_64") {
+            assert!(
+                clif.contains("x86_cvtt2dq"),
+                "/ {d}: not through f32\n{clif}"
+            );
+        }
     }
     let wide = "kernel k(A: u32[N]) -> O: u32[N] { O(i) = A(i) / 3u32; }";
     let clif = agrees(wide, Dtype::U32, &VECTOR_SCHEDULES);

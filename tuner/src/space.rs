@@ -3,8 +3,9 @@
 //! its consumer's loops); for each stage a split factor per dimension (a tile), whether the
 //! reduction loops run outside the tile's inner loops (register blocking), a vector width for the
 //! innermost pure loop, an unroll factor for the loop outside it, and whether the outermost pure
-//! loop is parallel. `seeds` gives rule-made starting points. `schedule` turns a genome into a legal `Schedule` (or `None` when validation
-//! refuses it); equal schedules are recognised by the hash of their canonical text.
+//! loop is parallel. `seeds` gives rule-made starting points. `schedule` turns a genome into a
+//! legal `Schedule` (or `None` when validation refuses it); equal schedules are recognised by
+//! the hash of their canonical text.
 
 use rand::seq::IndexedRandom;
 use rand::Rng;

@@ -151,7 +151,8 @@ impl FnCodegen<'_, '_, '_> {
         let d = constant_u32_divisor(op, a, b, ty)?;
         let small = super::range::unsigned_bound(a, &self.lets)
             .is_some_and(|bound| bound <= SMALL_DIVIDEND_BOUND);
-        if small && d <= 1 << 16 {
+        // `x86_cvtt2dq` (a truncating conversion without saturation) exists only on x86.
+        if small && d <= 1 << 16 && cfg!(target_arch = "x86_64") {
             return Some(Box::new(move |bld, x| {
                 divide_small_u32x4_by_constant(bld, x, d)
             }));
