@@ -5,31 +5,15 @@
 //! `0xFF`, negative ones, the edges of every type), extents are odd so vector loops have
 //! tails, and every answer must equal the reference evaluator's bit for bit.
 
-use strata_dsl::{evaluate, parse_kernel, Args, Buffer, Dtype, Pipeline, Value};
-use strata_jit::{CodegenOptions, CompiledKernel};
-use strata_scheduler::lower::lower;
-use strata_scheduler::schedule::text::parse_schedule;
+mod common;
+use common::compile;
+use strata_dsl::{evaluate, Args, Buffer, Dtype, Value};
 
 /// The integer types a vector cast narrows from, and the types it narrows to.
 const SOURCES: [Dtype; 4] = [Dtype::U32, Dtype::I32, Dtype::U16, Dtype::I16];
 const TARGETS: [Dtype; 4] = [Dtype::U16, Dtype::I16, Dtype::U8, Dtype::I8];
 
 const SCHEDULES: [&str; 2] = ["O: vectorize(i, 8)", "O: vectorize(i, 16)"];
-
-fn compile(source: &str, schedule: &str) -> (Pipeline, CompiledKernel) {
-    let pipeline =
-        parse_kernel(source, "narrowing.strata").unwrap_or_else(|e| panic!("{source}\n{e:?}"));
-    let parsed = parse_schedule(schedule).unwrap_or_else(|e| panic!("{schedule}\n{e:?}"));
-    let lowered = lower(&pipeline, &parsed).unwrap_or_else(|e| panic!("{source}\n{schedule}\n{e}"));
-    let options = CodegenOptions {
-        verify: true,
-        keep_text: true,
-        ..CodegenOptions::default()
-    };
-    let compiled = CompiledKernel::new(&lowered, &options)
-        .unwrap_or_else(|e| panic!("{source}\n{schedule}\n{e}\n{lowered}"));
-    (pipeline, compiled)
-}
 
 /// Edge values of every integer width (as i64, cast to the source type), then a pseudo-random
 /// spread over the whole 32-bit range, `n` values in all.

@@ -5,25 +5,9 @@
 //! on inputs at the edges of their types, with odd extents (vector tails), and each form must
 //! actually be chosen where it applies (and the general one where it does not).
 
-use strata_dsl::{evaluate, parse_kernel, Args, Buffer, Dtype, Pipeline, Value};
-use strata_jit::{CodegenOptions, CompiledKernel};
-use strata_scheduler::lower::lower;
-use strata_scheduler::schedule::text::parse_schedule;
-
-fn compile(source: &str, schedule: &str) -> (Pipeline, CompiledKernel) {
-    let pipeline =
-        parse_kernel(source, "ranges.strata").unwrap_or_else(|e| panic!("{source}\n{e:?}"));
-    let parsed = parse_schedule(schedule).unwrap_or_else(|e| panic!("{schedule}\n{e:?}"));
-    let lowered = lower(&pipeline, &parsed).unwrap_or_else(|e| panic!("{source}\n{schedule}\n{e}"));
-    let options = CodegenOptions {
-        verify: true,
-        keep_text: true,
-        ..CodegenOptions::default()
-    };
-    let compiled = CompiledKernel::new(&lowered, &options)
-        .unwrap_or_else(|e| panic!("{source}\n{schedule}\n{e}\n{lowered}"));
-    (pipeline, compiled)
-}
+mod common;
+use common::compile;
+use strata_dsl::{evaluate, Args, Buffer, Dtype, Value};
 
 /// `n` values of `t`: its edges first (0, 1, max, max - 1, min, min + 1), then a pseudo-random
 /// spread, every third one close to the type's maximum.
