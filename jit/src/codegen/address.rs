@@ -13,12 +13,8 @@
 //! The 64-bit sum equals the sign-extended i32 index because index arithmetic does not
 //! overflow i32 (the assumption bounds inference already makes, as Halide does).
 //!
-//! Known cost: Cranelift does not always hoist the outer partial sums (seen in the scalar
-//! loop nest of conv2d's default schedule, where each access then pays one multiply-add per
-//! term in the `ky` loop, about 20% slower than one i32 index). The likely cause, from reading
-//! its elaborator: each term multiplies by an `iconst`, which the egraph elaborates where it is
-//! first used and hoists only one loop out, so every product using it stays at that depth.
-//! Register-blocked loops, whose accesses share their outer terms, gain far more than that.
+//! The hoisting depends on Cranelift seeing strata's loops as loops while it elaborates: see
+//! `counted_loop` (stmt.rs) for the header shape that makes its loop-invariant code motion work.
 
 use super::FnCodegen;
 use cranelift_codegen::ir::{types, InstBuilder, Value};
