@@ -13,11 +13,10 @@
 //! the same Rust functions as the reference, and the vector f32 `exp` is a Cephes polynomial
 //! measured within 4 ulp (about 5e-7 relative) in tests/vmath.rs, so 1e-5 leaves a 20x margin.
 
+mod common;
 use std::collections::BTreeSet;
-use strata_dsl::{evaluate, parse_kernel, Args, BinOp, Buffer, Dtype, Pipeline, Value};
-use strata_jit::{CallError, CodegenOptions, CompiledKernel};
-use strata_scheduler::lower::lower;
-use strata_scheduler::schedule::text::parse_schedule;
+use strata_dsl::{evaluate, Args, BinOp, Buffer, Dtype, Pipeline, Value};
+use strata_jit::{CallError, CompiledKernel};
 
 const MATH_TOLERANCE: f64 = 1e-5;
 
@@ -36,24 +35,17 @@ struct Kernel {
     compiled: CompiledKernel,
 }
 
-/// Parses, schedules, lowers and compiles `source` with the verifier on.
+/// Parses, schedules, lowers and compiles `source` with the verifier on; a vectorizing
+/// schedule must give vector code.
 fn compile(source: &str, schedule: &str) -> Kernel {
-    let pipeline =
-        parse_kernel(source, "test.strata").unwrap_or_else(|e| panic!("{source}\n{e:?}"));
-    let parsed = parse_schedule(schedule).unwrap_or_else(|e| panic!("{schedule}\n{e:?}"));
-    let lowered = lower(&pipeline, &parsed).unwrap_or_else(|e| panic!("{source}\n{schedule}\n{e}"));
-    let options = CodegenOptions {
-        verify: true,
-        ..CodegenOptions::default()
-    };
+    let (pipeline, lowered) = common::lower_source(source, schedule);
     if schedule.contains("vectorize") {
         assert!(
             lowered.to_string().contains("ramp("),
             "`{schedule}` should give vector code:\n{lowered}"
         );
     }
-    let compiled = CompiledKernel::new(&lowered, &options)
-        .unwrap_or_else(|e| panic!("{source}\n{schedule}\n{e}\n{lowered}"));
+    let compiled = common::compile_lowered(source, schedule, &lowered);
     Kernel { pipeline, compiled }
 }
 

@@ -4,20 +4,36 @@ use strata_dsl::{parse_kernel, Pipeline};
 use strata_jit::{CodegenOptions, CompiledKernel};
 use strata_scheduler::lower::lower;
 use strata_scheduler::schedule::text::parse_schedule;
+use strata_scheduler::LoweredKernel;
 
-/// Parses, schedules, lowers and compiles `source` with Cranelift's verifier on, keeping the
-/// CLIF text for the test's checks; panics with the source, schedule and error on any failure.
-pub fn compile(source: &str, schedule: &str) -> (Pipeline, CompiledKernel) {
+/// Parses `source`, applies `schedule` and lowers; panics with both and the error on failure.
+pub fn lower_source(source: &str, schedule: &str) -> (Pipeline, LoweredKernel) {
     let pipeline =
         parse_kernel(source, "test.strata").unwrap_or_else(|e| panic!("{source}\n{e:?}"));
     let parsed = parse_schedule(schedule).unwrap_or_else(|e| panic!("{schedule}\n{e:?}"));
     let lowered = lower(&pipeline, &parsed).unwrap_or_else(|e| panic!("{source}\n{schedule}\n{e}"));
+    (pipeline, lowered)
+}
+
+/// Compiles a lowered kernel with Cranelift's verifier on, keeping the CLIF and machine code
+/// text for the test's checks; `source` and `schedule` only label a failure.
+pub fn compile_lowered(source: &str, schedule: &str, lowered: &LoweredKernel) -> CompiledKernel {
     let options = CodegenOptions {
         verify: true,
         keep_text: true,
         ..CodegenOptions::default()
     };
-    let compiled = CompiledKernel::new(&lowered, &options)
-        .unwrap_or_else(|e| panic!("{source}\n{schedule}\n{e}\n{lowered}"));
+    CompiledKernel::new(lowered, &options)
+        .unwrap_or_else(|e| panic!("{source}\n{schedule}\n{e}\n{lowered}"))
+}
+
+/// Parses, schedules, lowers and compiles `source`.
+#[allow(
+    dead_code,
+    reason = "not every test file that includes this module compiles this way"
+)]
+pub fn compile(source: &str, schedule: &str) -> (Pipeline, CompiledKernel) {
+    let (pipeline, lowered) = lower_source(source, schedule);
+    let compiled = compile_lowered(source, schedule, &lowered);
     (pipeline, compiled)
 }
