@@ -119,9 +119,22 @@ impl FnCodegen<'_, '_, '_> {
         if let Some(fused) = self.fused_multiply_add(op, a, b, ty) {
             return fused;
         }
-        if let Some(divide) = self.u32_division_by_constant(op, a, b, ty) {
-            let x = self.expr(a);
-            return CVal::Pieces(x.pieces().iter().map(|&p| divide(&mut self.b, p)).collect());
+        if let Some(d) = constant_u32_divisor(op, a, b, ty) {
+            let through_f32 = self.divides_through_f32(a, d);
+            if through_f32 || magic_u32(d).is_some() {
+                let x = self.expr(a);
+                let divide = if through_f32 {
+                    divide_small_u32x4_by_constant
+                } else {
+                    divide_u32x4_by_constant
+                };
+                return CVal::Pieces(
+                    x.pieces()
+                        .iter()
+                        .map(|&p| divide(&mut self.b, p, d))
+                        .collect(),
+                );
+            }
         }
         let (x, y) = (self.expr(a), self.expr(b));
         let dtype = operand.dtype;
@@ -138,27 +151,15 @@ impl FnCodegen<'_, '_, '_> {
         })
     }
 
-    /// How to divide each native u32 piece of `a` by a constant `b` (x64 has no vector integer
-    /// division): through f32 when `a`'s form bounds it by 2^22, else by multiply and shift
-    /// when a 32-bit magic number exists; `None` leaves it lane by lane.
-    fn u32_division_by_constant(
-        &self,
-        op: BinOp,
-        a: &Expr,
-        b: &Expr,
-        ty: IrType,
-    ) -> Option<Box<dyn Fn(&mut cranelift_frontend::FunctionBuilder, Value) -> Value>> {
-        let d = constant_u32_divisor(op, a, b, ty)?;
-        let small = super::range::unsigned_bound(a, &self.lets)
-            .is_some_and(|bound| bound <= SMALL_DIVIDEND_BOUND);
+    /// Whether `a / d` (native u32 vectors; x64 has no vector integer division) can go through
+    /// f32: `a`'s form bounds it by 2^22. Otherwise multiply and shift, when a 32-bit magic
+    /// number exists, or lane by lane.
+    fn divides_through_f32(&self, a: &Expr, d: u32) -> bool {
         // `x86_cvtt2dq` (a truncating conversion without saturation) exists only on x86.
-        if small && d <= 1 << 16 && cfg!(target_arch = "x86_64") {
-            return Some(Box::new(move |bld, x| {
-                divide_small_u32x4_by_constant(bld, x, d)
-            }));
-        }
-        magic_u32(d)?;
-        Some(Box::new(move |bld, x| divide_u32x4_by_constant(bld, x, d)))
+        cfg!(target_arch = "x86_64")
+            && d <= 1 << 16
+            && super::range::unsigned_bound(a, &self.lets)
+                .is_some_and(|bound| bound <= SMALL_DIVIDEND_BOUND)
     }
 
     /// `a * b + c` on floats as one fused multiply-add when the host has it (the stated float
@@ -217,7 +218,10 @@ impl FnCodegen<'_, '_, '_> {
         if let Some(widened) = self.widen_natively(&v, from, to) {
             return widened;
         }
-        let fits = to.dtype.is_int()
+        // Only an unsigned source narrowed to an integer can be proved to fit.
+        let fits = from.dtype.is_unsigned_int()
+            && to.dtype.is_int()
+            && to.dtype.bytes() < from.dtype.bytes()
             && super::range::unsigned_bound(a, &self.lets)
                 .is_some_and(|bound| bound <= to.dtype.int_range().map_or(0, |r| r.1) as u64);
         if let Some(narrowed) = super::narrow::narrow_natively(&mut self.b, &v, from, to, fits) {
