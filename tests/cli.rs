@@ -229,3 +229,23 @@ fn lower_stops_quietly_when_the_reader_closes_the_pipe() {
     assert!(output.status.success(), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// Any other write failure is an error: `strata lower` into a full device exits non-zero
+/// with the reason on stderr.
+#[test]
+fn lower_reports_a_failed_write() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("no /dev/full on this system: nothing to check");
+        return;
+    };
+    let output = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["lower", "examples/kernels/matmul.strata", "--stage", "high"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(full)
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("error:"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
