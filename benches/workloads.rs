@@ -93,7 +93,7 @@ impl<'a> Workload<'a> {
             .map(|(n, v)| (n.to_string(), *v as usize))
             .collect();
         let args = random_args(&pipeline, &map, &mut StdRng::seed_from_u64(SEED)).unwrap();
-        let expected = Buffer::zeros(strata::Dtype::F32, &[0]);
+        let expected = Buffer::zeros(strata::Dtype::F32, &[0]).expect("an empty buffer");
         Workload {
             kernel,
             label,

@@ -78,42 +78,70 @@ macro_rules! with_vec {
     };
 }
 
-/// A buffer was built from a vector whose length is not the product of the shape.
+/// A buffer could not be made: its shape and data disagree, its element count does not fit a
+/// `usize`, or the memory for it could not be allocated.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("a buffer of shape {shape:?} needs {expected} elements, found {found}")]
-pub struct ShapeError {
-    pub shape: Vec<usize>,
-    pub expected: usize,
-    pub found: usize,
+pub enum ShapeError {
+    #[error("a buffer of shape {shape:?} needs {expected} elements, found {found}")]
+    WrongLength {
+        shape: Vec<usize>,
+        expected: usize,
+        found: usize,
+    },
+    #[error("a buffer of shape {0:?} has more elements than this machine can address")]
+    TooLarge(Vec<usize>),
+    #[error("could not allocate {bytes} bytes for a buffer of shape {shape:?}")]
+    OutOfMemory { shape: Vec<usize>, bytes: usize },
+}
+
+/// The number of elements of `shape`, if it fits a `usize`.
+pub fn element_count(shape: &[usize]) -> Result<usize, ShapeError> {
+    shape
+        .iter()
+        .try_fold(1usize, |n, &e| n.checked_mul(e))
+        .ok_or_else(|| ShapeError::TooLarge(shape.to_vec()))
+}
+
+/// `n` copies of `value`, or an error instead of an abort when the memory is not there.
+fn filled<T: Clone>(shape: &[usize], n: usize, value: T) -> Result<Vec<T>, ShapeError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| ShapeError::OutOfMemory {
+            shape: shape.to_vec(),
+            bytes: n.saturating_mul(std::mem::size_of::<T>()),
+        })?;
+    v.resize(n, value);
+    Ok(v)
 }
 
 impl Buffer {
-    /// A buffer of `shape` filled with zeros (`false`).
-    pub fn zeros(dtype: Dtype, shape: &[usize]) -> Buffer {
-        let n = shape.iter().product();
+    /// A buffer of `shape` filled with zeros (`false`); an error if its size overflows or the
+    /// memory cannot be allocated.
+    pub fn zeros(dtype: Dtype, shape: &[usize]) -> Result<Buffer, ShapeError> {
+        let n = element_count(shape)?;
         let data = match dtype {
-            Dtype::Bool => Data::Bool(vec![false; n]),
-            Dtype::U8 => Data::U8(vec![0; n]),
-            Dtype::U16 => Data::U16(vec![0; n]),
-            Dtype::U32 => Data::U32(vec![0; n]),
-            Dtype::I8 => Data::I8(vec![0; n]),
-            Dtype::I16 => Data::I16(vec![0; n]),
-            Dtype::I32 => Data::I32(vec![0; n]),
-            Dtype::I64 => Data::I64(vec![0; n]),
-            Dtype::F32 => Data::F32(vec![0.0; n]),
-            Dtype::F64 => Data::F64(vec![0.0; n]),
+            Dtype::Bool => Data::Bool(filled(shape, n, false)?),
+            Dtype::U8 => Data::U8(filled(shape, n, 0)?),
+            Dtype::U16 => Data::U16(filled(shape, n, 0)?),
+            Dtype::U32 => Data::U32(filled(shape, n, 0)?),
+            Dtype::I8 => Data::I8(filled(shape, n, 0)?),
+            Dtype::I16 => Data::I16(filled(shape, n, 0)?),
+            Dtype::I32 => Data::I32(filled(shape, n, 0)?),
+            Dtype::I64 => Data::I64(filled(shape, n, 0)?),
+            Dtype::F32 => Data::F32(filled(shape, n, 0.0)?),
+            Dtype::F64 => Data::F64(filled(shape, n, 0.0)?),
         };
-        Buffer {
+        Ok(Buffer {
             shape: shape.to_vec(),
             data,
-        }
+        })
     }
 
     /// A buffer holding `values` in row-major order.
     pub fn from_vec<T: Element>(shape: &[usize], values: Vec<T>) -> Result<Buffer, ShapeError> {
-        let expected: usize = shape.iter().product();
+        let expected = element_count(shape)?;
         if values.len() != expected {
-            return Err(ShapeError {
+            return Err(ShapeError::WrongLength {
                 shape: shape.to_vec(),
                 expected,
                 found: values.len(),
@@ -172,11 +200,11 @@ impl Buffer {
     /// A buffer from the bytes `to_bytes` gives, if their length fits `dtype` and `shape`.
     pub fn from_bytes(dtype: Dtype, shape: &[usize], bytes: &[u8]) -> Option<Buffer> {
         let size = dtype.bytes();
-        let n: usize = shape.iter().product();
-        if bytes.len() != n * size {
+        let n = element_count(shape).ok()?;
+        if Some(bytes.len()) != n.checked_mul(size) {
             return None;
         }
-        let mut buffer = Buffer::zeros(dtype, shape);
+        let mut buffer = Buffer::zeros(dtype, shape).ok()?;
         for (i, chunk) in bytes.chunks(size).enumerate() {
             let mut wide = [0u8; 8];
             wide[..size].copy_from_slice(chunk);

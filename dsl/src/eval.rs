@@ -8,8 +8,8 @@
 
 use crate::bounds::{bounds, Interval};
 use crate::buffer::Buffer;
-use crate::dtype::Dtype;
 use crate::ir::*;
+use crate::signature::{CallError, SizeExpr};
 use crate::value::{BinOp, OpError, Value};
 use std::collections::{BTreeMap, HashMap};
 
@@ -42,36 +42,9 @@ impl Args {
 /// Why a kernel could not be evaluated on the given arguments.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum EvalError {
-    #[error("missing input `{0}`")]
-    MissingInput(String),
-    #[error("`{0}` is not an input of this kernel")]
-    UnknownArgument(String),
-    #[error("input `{name}` should be {expected}, found {actual}")]
-    WrongType {
-        name: String,
-        expected: Dtype,
-        actual: Dtype,
-    },
-    #[error("input `{name}` should have shape {expected}, found {actual:?}")]
-    WrongShape {
-        name: String,
-        expected: String,
-        actual: Vec<usize>,
-    },
-    #[error("size `{size}` is {first} from `{first_input}` but {second} from `{second_input}`")]
-    SizeConflict {
-        size: String,
-        first: i64,
-        first_input: String,
-        second: i64,
-        second_input: String,
-    },
-    #[error("output `{output}` has a negative extent {value} in dimension {dim}")]
-    NegativeExtent {
-        output: String,
-        dim: usize,
-        value: i64,
-    },
+    /// The arguments do not fit the kernel's signature (the check every executor shares).
+    #[error(transparent)]
+    Call(#[from] CallError),
     #[error("the region of `{func}` needed is too large to compute ({elements} elements, dimension {dim} spans {lo}..={hi}); bound data-dependent indices with clamp()")]
     RegionTooLarge {
         func: String,
@@ -118,16 +91,15 @@ pub fn evaluate_counting(pipeline: &Pipeline, args: &Args) -> EResult<(Buffer, W
 }
 
 fn evaluate_here(pipeline: &Pipeline, args: &Args) -> EResult<(Buffer, Work)> {
-    let sizes = bind_sizes(pipeline, args)?;
-    check_scalars(pipeline, args)?;
+    let binding = pipeline.call_signature().bind(args)?;
     let mut evaluator = Evaluator {
         pipeline,
         args,
-        sizes,
+        sizes: binding.sizes,
         realized: HashMap::new(),
         float_ops: std::cell::Cell::new(0),
     };
-    let extents = evaluator.output_extents()?;
+    let extents: Vec<i64> = binding.output_shape.iter().map(|&e| e as i64).collect();
     let regions = evaluator.regions(&extents)?;
     for func in pipeline.topo_order() {
         if let Some(region) = regions.get(&func.name) {
@@ -138,99 +110,6 @@ fn evaluate_here(pipeline: &Pipeline, args: &Args) -> EResult<(Buffer, Work)> {
         float_ops: evaluator.float_ops.get(),
     };
     evaluator.output(&extents).map(|b| (b, work))
-}
-
-/// Binds every size variable from the input buffers, checking types, ranks and agreement.
-fn bind_sizes(pipeline: &Pipeline, args: &Args) -> EResult<BTreeMap<String, i64>> {
-    if let Some(name) = args.buffers.keys().find(|n| pipeline.input(n).is_none()) {
-        return Err(EvalError::UnknownArgument(name.clone()));
-    }
-    let mut sizes: BTreeMap<String, (i64, String)> = BTreeMap::new();
-    for input in &pipeline.inputs {
-        let InputKind::Buffer { shape, .. } = &input.kind else {
-            continue;
-        };
-        let buffer = args
-            .buffers
-            .get(&input.name)
-            .ok_or_else(|| EvalError::MissingInput(input.name.clone()))?;
-        if buffer.dtype() != input.dtype {
-            return Err(EvalError::WrongType {
-                name: input.name.clone(),
-                expected: input.dtype,
-                actual: buffer.dtype(),
-            });
-        }
-        let wrong_shape = |sizes: &BTreeMap<String, (i64, String)>| EvalError::WrongShape {
-            name: input.name.clone(),
-            expected: describe_shape(shape, sizes),
-            actual: buffer.shape().to_vec(),
-        };
-        if buffer.shape().len() != shape.len() {
-            return Err(wrong_shape(&sizes));
-        }
-        for (extent, &actual) in shape.iter().zip(buffer.shape()) {
-            let actual = actual as i64;
-            match extent {
-                Extent::Const(c) if *c != actual => return Err(wrong_shape(&sizes)),
-                Extent::Const(_) => {}
-                Extent::Size(size) => match sizes.get(size) {
-                    Some((first, first_input)) if *first != actual => {
-                        return Err(EvalError::SizeConflict {
-                            size: size.clone(),
-                            first: *first,
-                            first_input: first_input.clone(),
-                            second: actual,
-                            second_input: input.name.clone(),
-                        })
-                    }
-                    Some(_) => {}
-                    None => {
-                        sizes.insert(size.clone(), (actual, input.name.clone()));
-                    }
-                },
-            }
-        }
-    }
-    Ok(sizes.into_iter().map(|(k, (v, _))| (k, v)).collect())
-}
-
-fn describe_shape(shape: &[Extent], sizes: &BTreeMap<String, (i64, String)>) -> String {
-    let parts: Vec<String> = shape
-        .iter()
-        .map(|e| match e {
-            Extent::Const(c) => c.to_string(),
-            Extent::Size(s) => match sizes.get(s) {
-                Some((v, _)) => format!("{s}={v}"),
-                None => s.clone(),
-            },
-        })
-        .collect();
-    format!("[{}]", parts.join(", "))
-}
-
-fn check_scalars(pipeline: &Pipeline, args: &Args) -> EResult<()> {
-    if let Some(name) = args.scalars.keys().find(|n| pipeline.input(n).is_none()) {
-        return Err(EvalError::UnknownArgument(name.clone()));
-    }
-    for input in pipeline
-        .inputs
-        .iter()
-        .filter(|i| i.kind == InputKind::Scalar)
-    {
-        let value = args
-            .scalars
-            .get(&input.name)
-            .ok_or_else(|| EvalError::MissingInput(input.name.clone()))?;
-        if value.dtype() != input.dtype {
-            return Err(EvalError::WrongType {
-                name: input.name.clone(),
-                expected: input.dtype,
-                actual: value.dtype(),
-            });
-        }
-    }
-    Ok(())
 }
 
 /// A function computed over a box: `values` in row-major order over `region`.
@@ -272,29 +151,15 @@ impl<'a> Evaluator<'a> {
         v
     }
 
-    /// Evaluates an expression of sizes and constants.
+    /// Evaluates an expression of sizes and constants exactly (an error where it would wrap).
     fn size_expr(&self, e: &'a Expr) -> EResult<i64> {
-        let value = self.eval(e, &mut Vec::new())?;
-        value
-            .as_i64()
-            .ok_or_else(|| EvalError::Internal(format!("`{e}` is not an integer")))
-    }
-
-    fn output_extents(&self) -> EResult<Vec<i64>> {
-        let output = &self.pipeline.output;
-        let mut extents = Vec::new();
-        for (dim, e) in output.extents.iter().enumerate() {
-            let value = self.size_expr(e)?;
-            if value < 0 {
-                return Err(EvalError::NegativeExtent {
-                    output: output.name.clone(),
-                    dim,
-                    value,
-                });
-            }
-            extents.push(value);
-        }
-        Ok(extents)
+        e.eval_size(&self.sizes).map_err(|reason| {
+            EvalError::Call(CallError::SizeExprFailed {
+                what: "the reduction domain bound".into(),
+                expr: e.to_string(),
+                reason,
+            })
+        })
     }
 
     /// The interval of a reduction variable's domain.
@@ -579,7 +444,7 @@ impl<'a> Evaluator<'a> {
             .get(&output.name)
             .ok_or_else(|| EvalError::Internal("the output was not computed".into()))?;
         let shape: Vec<usize> = extents.iter().map(|&e| e as usize).collect();
-        let mut buffer = Buffer::zeros(output.dtype, &shape);
+        let mut buffer = Buffer::zeros(output.dtype, &shape).map_err(CallError::from)?;
         let mut flat = 0;
         for_each_point(extents, &mut |point| {
             let value = realized
@@ -620,7 +485,7 @@ impl<'a> Evaluator<'a> {
                 .args
                 .scalars
                 .get(name)
-                .ok_or_else(|| EvalError::MissingInput(name.clone()))?,
+                .ok_or_else(|| EvalError::Internal(format!("unbound parameter `{name}`")))?,
             Expr::Call(call) => self.call(call, scope)?,
             Expr::Neg(a) => self.eval(a, scope)?.neg()?,
             Expr::Not(a) => self.eval(a, scope)?.not()?,
@@ -723,7 +588,7 @@ impl<'a> Evaluator<'a> {
             .args
             .buffers
             .get(name)
-            .ok_or_else(|| EvalError::MissingInput(name.to_string()))?;
+            .ok_or_else(|| EvalError::Internal(format!("unbound input `{name}`")))?;
         let boundary = match self.pipeline.input(name).map(|i| &i.kind) {
             Some(InputKind::Buffer { boundary, .. }) => boundary.as_ref(),
             _ => None,

@@ -1,52 +1,55 @@
 //! Seeded random inputs for a kernel, and the comparison of two results with the stated float
 //! tolerance: what every differential test, `strata run` and the tuner use to check an answer.
 
-use crate::buffer::Buffer;
+use crate::buffer::{Buffer, ShapeError};
 use crate::dtype::Dtype;
 use crate::eval::Args;
-use crate::ir::{Extent, InputKind, Pipeline};
+use crate::ir::{InputKind, Pipeline};
+use crate::signature::Sizes;
 use crate::value::Value;
 use rand::Rng;
 use std::collections::BTreeMap;
 
 /// Random buffers and scalars for every input of `pipeline`, with the given sizes. Floats are
-/// uniform in [-1, 1) (scalars in [-2, 4)); integers cover the type's range up to 65535.
+/// uniform in [-1, 1) (scalars in [-2, 4)); integers cover the type's range up to 65535. The
+/// shapes (inputs' and output's) are checked as a call would check them before anything is
+/// allocated, and allocation failure is an error, not an abort.
 pub fn random_args(
     pipeline: &Pipeline,
     sizes: &BTreeMap<String, usize>,
     rng: &mut impl Rng,
 ) -> Result<Args, String> {
+    let sizes: Sizes = sizes
+        .iter()
+        .map(|(name, &v)| (name.clone(), i64::try_from(v).unwrap_or(i64::MAX)))
+        .collect();
+    let (shapes, _) = pipeline
+        .call_signature()
+        .shapes_for(&sizes)
+        .map_err(|e| e.to_string())?;
     let mut args = Args::new();
     for input in &pipeline.inputs {
-        match &input.kind {
-            InputKind::Buffer { shape, .. } => {
-                let shape = shape
-                    .iter()
-                    .map(|e| match e {
-                        Extent::Const(c) => Ok(*c as usize),
-                        Extent::Size(s) => sizes
-                            .get(s)
-                            .copied()
-                            .ok_or_else(|| format!("no value for size `{s}`")),
-                    })
-                    .collect::<Result<Vec<usize>, String>>()?;
-                args = args.buffer(&input.name, random_buffer(input.dtype, &shape, rng));
-            }
-            InputKind::Scalar => {
-                let v = match input.dtype {
-                    t if t.is_float() => Value::F64(rng.random_range(-2.0..4.0)).cast(t),
-                    t => Value::I64(rng.random_range(0..=100)).cast(t),
-                };
-                args = args.scalar(&input.name, v);
-            }
+        if input.kind == InputKind::Scalar {
+            let v = match input.dtype {
+                t if t.is_float() => Value::F64(rng.random_range(-2.0..4.0)).cast(t),
+                t => Value::I64(rng.random_range(0..=100)).cast(t),
+            };
+            args = args.scalar(&input.name, v);
+        } else if let Some((_, shape)) = shapes.iter().find(|(name, _)| name == &input.name) {
+            let buffer = random_buffer(input.dtype, shape, rng).map_err(|e| e.to_string())?;
+            args = args.buffer(&input.name, buffer);
         }
     }
     Ok(args)
 }
 
 /// A buffer of `shape` with random elements of `dtype`.
-pub fn random_buffer(dtype: Dtype, shape: &[usize], rng: &mut impl Rng) -> Buffer {
-    let mut buffer = Buffer::zeros(dtype, shape);
+pub fn random_buffer(
+    dtype: Dtype,
+    shape: &[usize],
+    rng: &mut impl Rng,
+) -> Result<Buffer, ShapeError> {
+    let mut buffer = Buffer::zeros(dtype, shape)?;
     for i in 0..buffer.len() {
         let v = match dtype {
             Dtype::F32 | Dtype::F64 => Value::F64(rng.random_range(-1.0..1.0)).cast(dtype),
@@ -54,7 +57,7 @@ pub fn random_buffer(dtype: Dtype, shape: &[usize], rng: &mut impl Rng) -> Buffe
         };
         buffer.set_flat(i, v);
     }
-    buffer
+    Ok(buffer)
 }
 
 /// Whether `got` is `expected`: same shape, integers exactly, floats within `tolerance`
@@ -96,7 +99,7 @@ mod tests {
     use super::*;
 
     fn floats(values: &[f32]) -> Buffer {
-        let mut b = Buffer::zeros(Dtype::F32, &[values.len()]);
+        let mut b = Buffer::zeros(Dtype::F32, &[values.len()]).unwrap();
         for (i, v) in values.iter().enumerate() {
             assert!(b.set_flat(i, Value::F32(*v)));
         }

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use strata_dsl::{evaluate, Args, Buffer, EvalError, Value};
+use strata_dsl::{evaluate, Args, Buffer, CallError, EvalError, Value};
 
 const FLOAT_TOLERANCE: f32 = 1e-6;
 
@@ -76,11 +76,11 @@ fn blur3x3_too_small_input_is_an_error() {
     let err = evaluate(&kernel, &Args::new().buffer("input", buf)).unwrap_err();
     assert_eq!(
         err,
-        EvalError::NegativeExtent {
+        EvalError::Call(CallError::NegativeExtent {
             output: "out".into(),
             dim: 0,
             value: -1
-        }
+        })
     );
 }
 

@@ -2,7 +2,7 @@
 //! Euclidean division, division by zero, casts, boundary conditions, updates (histogram, scan,
 //! update over pure variables), gathers, and the errors a wrong call gets.
 
-use strata_dsl::{evaluate, parse_kernel, Args, Buffer, Dtype, EvalError, Pipeline, Value};
+use strata_dsl::{evaluate, parse_kernel, Args, Buffer, CallError, Dtype, EvalError, Pipeline, Value};
 
 fn kernel(source: &str) -> Pipeline {
     parse_kernel(source, "test").unwrap_or_else(|e| panic!("{e}"))
@@ -90,7 +90,7 @@ fn every_cast_keeps_zero_and_one_and_wraps_or_saturates() {
     for from in Dtype::ALL {
         for to in Dtype::ALL {
             let src = format!("kernel k(A: {from}[N]) -> O: {to}[N] {{ O(i) = {to}(A(i)); }}");
-            let mut buffer = Buffer::zeros(from, &[3]);
+            let mut buffer = Buffer::zeros(from, &[3]).unwrap();
             buffer.set_flat(1, Value::I64(1).cast(from));
             buffer.set_flat(2, Value::I64(300).cast(from));
             let out = evaluate(&kernel(&src), &Args::new().buffer("A", buffer)).unwrap();
@@ -248,19 +248,19 @@ fn wrong_arguments_get_clear_errors() {
     let missing = Args::new().buffer("A", a.clone()).scalar("alpha", alpha);
     assert_eq!(
         evaluate(&k, &missing).unwrap_err(),
-        EvalError::MissingInput("B".into())
+        EvalError::Call(CallError::MissingInput("B".into()))
     );
 
     let no_alpha = Args::new().buffer("A", a.clone()).buffer("B", b.clone());
     assert_eq!(
         evaluate(&k, &no_alpha).unwrap_err(),
-        EvalError::MissingInput("alpha".into())
+        EvalError::Call(CallError::MissingInput("alpha".into()))
     );
 
     let extra = full().buffer("Z", a.clone());
     assert_eq!(
         evaluate(&k, &extra).unwrap_err(),
-        EvalError::UnknownArgument("Z".into())
+        EvalError::Call(CallError::UnknownArgument("Z".into()))
     );
 
     let wrong_type = full().buffer("B", Buffer::from_vec(&[3, 2], vec![0f64; 6]).unwrap());
@@ -276,7 +276,10 @@ fn wrong_arguments_get_clear_errors() {
 
     let conflict = full().buffer("B", Buffer::from_vec(&[4, 2], vec![0f32; 8]).unwrap());
     let err = evaluate(&k, &conflict).unwrap_err();
-    assert_eq!(err.to_string(), "size `K` is 3 from `A` but 4 from `B`");
+    assert_eq!(
+        err.to_string(),
+        "input `B` should have shape [K=3, N=2], found [4, 2]"
+    );
 
     let wrong_scalar = full().scalar("alpha", Value::I32(1));
     let err = evaluate(&k, &wrong_scalar).unwrap_err();

@@ -59,7 +59,7 @@ fn values(t: Dtype, n: usize) -> Vec<Value> {
 }
 
 fn buffer(dtype: Dtype, shape: &[usize], values: &[Value]) -> Buffer {
-    let mut b = Buffer::zeros(dtype, shape);
+    let mut b = Buffer::zeros(dtype, shape).unwrap();
     assert_eq!(b.len(), values.len());
     for (i, v) in values.iter().enumerate() {
         assert!(b.set_flat(i, *v));

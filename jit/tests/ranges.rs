@@ -33,7 +33,7 @@ fn values(t: Dtype, n: usize) -> Vec<Value> {
 }
 
 fn buffer(dtype: Dtype, values: &[Value]) -> Buffer {
-    let mut b = Buffer::zeros(dtype, &[values.len()]);
+    let mut b = Buffer::zeros(dtype, &[values.len()]).unwrap();
     for (i, v) in values.iter().enumerate() {
         assert!(b.set_flat(i, *v));
     }

@@ -71,7 +71,7 @@ fn schedules(widths: &[i64]) -> Vec<String> {
 }
 
 fn buffer(dtype: Dtype, values: &[Value]) -> Buffer {
-    let mut b = Buffer::zeros(dtype, &[values.len()]);
+    let mut b = Buffer::zeros(dtype, &[values.len()]).unwrap();
     for (i, v) in values.iter().enumerate() {
         assert_eq!(v.dtype(), dtype);
         assert!(b.set_flat(i, *v));

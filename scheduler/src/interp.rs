@@ -25,9 +25,9 @@
 //!   silently. Every out-of-bounds access, unknown name, type confusion or non-integer index is
 //!   an [`InterpError`], never a panic.
 
-use crate::ir::{BufferArg, Expr, LoweredKernel, ReduceOp, Stmt, Type, UnOp};
+use crate::ir::{Expr, LoweredKernel, ReduceOp, Stmt, Type, UnOp};
 use std::collections::{BTreeMap, HashMap};
-use strata_dsl::{Args, BinOp, Buffer, Dtype, Intrinsic, Value};
+use strata_dsl::{Args, BinOp, Buffer, CallError, Dtype, Intrinsic, Value};
 
 /// The most elements one buffer of the interpreter may hold.
 pub const MAX_ELEMENTS: i64 = 1 << 26;
@@ -103,36 +103,15 @@ impl From<Value> for VValue {
 /// Why the interpreter stopped.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum InterpError {
-    #[error("input `{input}` is too small for this schedule: dimension {dim} is read at {min}..={max}, but its extent is {extent}")]
-    InputTooSmall {
-        input: String,
-        dim: usize,
-        min: i64,
-        max: i64,
-        extent: usize,
-    },
+    /// The arguments do not fit the kernel's signature (the check every executor shares).
+    #[error(transparent)]
+    Call(#[from] CallError),
     #[error("unbound variable `{0}`")]
     UnboundVar(String),
     #[error("unknown buffer `{0}`")]
     UnknownBuffer(String),
     #[error("missing scalar parameter `{0}`")]
     MissingParam(String),
-    #[error("missing input buffer `{0}`")]
-    MissingInput(String),
-    #[error("`{0}` is not an argument of this kernel")]
-    UnknownArgument(String),
-    #[error("argument `{name}` should be {expected}, found {actual}")]
-    WrongType {
-        name: String,
-        expected: Dtype,
-        actual: Dtype,
-    },
-    #[error("input `{name}` should have shape {expected}, found {actual:?}")]
-    WrongShape {
-        name: String,
-        expected: String,
-        actual: Vec<usize>,
-    },
     /// A flat access has one index, min 0 and the buffer's length as its extent.
     #[error(
         "`{buffer}` accessed at {index:?}, outside its box (mins {mins:?}, extents {extents:?})"
@@ -163,8 +142,6 @@ pub enum InterpError {
     BadSize { buffer: String, size: Vec<i64> },
     #[error("loop `{var}` (min {min}, extent {extent}) leaves the i32 range")]
     LoopRange { var: String, min: i64, extent: i64 },
-    #[error("size `{0}` is not the extent of any input dimension, so no buffer binds it")]
-    UnboundSize(String),
     #[error("`{0}` is an input and cannot be written")]
     ReadOnly(String),
     #[error("{0}")]
@@ -189,166 +166,33 @@ pub fn eval_expr(e: &Expr, vars: &HashMap<String, VValue>) -> Result<VValue, Int
 /// the bare size variable), then every input's element type, rank and extents are checked, and
 /// every scalar parameter's presence and type. The output starts filled with zeros.
 pub fn interpret(kernel: &LoweredKernel, args: &Args) -> Result<Buffer, InterpError> {
-    check_argument_names(kernel, args)?;
-    let sizes = bind_sizes(kernel, args)?;
-    check_inputs(kernel, args, &sizes)?;
-    check_params(kernel, args)?;
+    let binding = kernel.call_signature().bind(args)?;
+    let sizes: HashMap<String, VValue> = binding
+        .sizes
+        .iter()
+        .map(|(name, &v)| (name.clone(), VValue::scalar(Value::I32(v as i32))))
+        .collect();
     let mut machine = Machine::new(&sizes, &args.scalars);
-    check_input_regions(kernel, args, &mut machine)?;
     for input in &kernel.inputs {
-        let storage = Storage::from_input(input_buffer(args, input)?);
-        machine.push_buffer(&input.name, storage);
+        let buffer = args
+            .buffers
+            .get(&input.name)
+            .ok_or_else(|| InterpError::UnknownBuffer(input.name.clone()))?;
+        machine.push_buffer(&input.name, Storage::from_input(buffer));
     }
     let out = &kernel.output;
-    let extents = out
-        .extents
+    let dims = binding
+        .output_shape
         .iter()
-        .map(|e| machine.eval_int(e, "an output extent"))
-        .collect::<IResult<Vec<i64>>>()?;
-    let dims = extents
-        .iter()
-        .map(|&extent| Dim { min: 0, extent })
+        .map(|&extent| Dim {
+            min: 0,
+            extent: extent as i64,
+        })
         .collect();
     machine.push_buffer(&out.name, Storage::new(&out.name, out.dtype, dims)?);
     machine.exec(&kernel.body)?;
     let storage = machine.pop_buffer(&out.name)?;
-    Ok(storage.into_buffer())
-}
-
-/// Every input must cover the box the lowered code reads (`kernel.input_regions`), checked
-/// before anything runs, as the compiled kernel's entry does.
-fn check_input_regions(kernel: &LoweredKernel, args: &Args, machine: &mut Machine) -> IResult<()> {
-    for (name, region) in &kernel.input_regions {
-        let buffer = args
-            .buffers
-            .get(name)
-            .ok_or_else(|| InterpError::MissingInput(name.clone()))?;
-        for (dim, (range, &extent)) in region.iter().zip(buffer.shape()).enumerate() {
-            let min = machine.eval_int(&range.min, "an input region")?;
-            let len = machine.eval_int(&range.extent, "an input region")?;
-            if len > 0 && (min < 0 || min + len > extent as i64) {
-                let input = name.clone();
-                return Err(InterpError::InputTooSmall {
-                    input,
-                    dim,
-                    min,
-                    max: min + len - 1,
-                    extent,
-                });
-            }
-        }
-    }
-    Ok(())
-}
-
-fn check_argument_names(kernel: &LoweredKernel, args: &Args) -> IResult<()> {
-    let is_input = |n: &String| kernel.inputs.iter().any(|i| &i.name == n);
-    let is_param = |n: &String| kernel.params.iter().any(|(p, _)| p == n);
-    if let Some(n) = args.buffers.keys().find(|n| !is_input(n)) {
-        return Err(InterpError::UnknownArgument(n.clone()));
-    }
-    if let Some(n) = args.scalars.keys().find(|n| !is_param(n)) {
-        return Err(InterpError::UnknownArgument(n.clone()));
-    }
-    Ok(())
-}
-
-fn input_buffer<'a>(args: &'a Args, input: &BufferArg) -> IResult<&'a Buffer> {
-    args.buffers
-        .get(&input.name)
-        .ok_or_else(|| InterpError::MissingInput(input.name.clone()))
-}
-
-/// Binds each size variable to the first input dimension whose extent is that bare variable.
-fn bind_sizes(kernel: &LoweredKernel, args: &Args) -> IResult<HashMap<String, VValue>> {
-    let mut sizes = HashMap::new();
-    for input in &kernel.inputs {
-        let buffer = input_buffer(args, input)?;
-        for (extent, &actual) in input.extents.iter().zip(buffer.shape()) {
-            if let Expr::Var(name, _) = extent {
-                if !sizes.contains_key(name) {
-                    let value =
-                        i32::try_from(actual).map_err(|_| wrong_shape(input, buffer, &sizes))?;
-                    sizes.insert(name.clone(), VValue::scalar(Value::I32(value)));
-                }
-            }
-        }
-    }
-    match kernel.sizes.iter().find(|s| !sizes.contains_key(*s)) {
-        Some(unbound) => Err(InterpError::UnboundSize(unbound.clone())),
-        None => Ok(sizes),
-    }
-}
-
-/// Checks every input's element type, rank and extents against the kernel.
-fn check_inputs(
-    kernel: &LoweredKernel,
-    args: &Args,
-    sizes: &HashMap<String, VValue>,
-) -> IResult<()> {
-    let no_params = BTreeMap::new();
-    let mut machine = Machine::new(sizes, &no_params);
-    for input in &kernel.inputs {
-        let buffer = input_buffer(args, input)?;
-        if buffer.dtype() != input.dtype {
-            return Err(InterpError::WrongType {
-                name: input.name.clone(),
-                expected: input.dtype,
-                actual: buffer.dtype(),
-            });
-        }
-        if buffer.shape().len() != input.extents.len() {
-            return Err(wrong_shape(input, buffer, sizes));
-        }
-        for (extent, &actual) in input.extents.iter().zip(buffer.shape()) {
-            if machine.eval_int(extent, "an input extent")? != actual as i64 {
-                return Err(wrong_shape(input, buffer, sizes));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn wrong_shape(input: &BufferArg, buffer: &Buffer, sizes: &HashMap<String, VValue>) -> InterpError {
-    let parts: Vec<String> = input
-        .extents
-        .iter()
-        .map(|e| describe_extent(e, sizes))
-        .collect();
-    InterpError::WrongShape {
-        name: input.name.clone(),
-        expected: format!("[{}]", parts.join(", ")),
-        actual: buffer.shape().to_vec(),
-    }
-}
-
-/// `M=4` for a bound size, `3` for a constant, the evaluated value or `?` otherwise.
-fn describe_extent(e: &Expr, sizes: &HashMap<String, VValue>) -> String {
-    let no_params = BTreeMap::new();
-    let value = Machine::new(sizes, &no_params).eval_int(e, "an extent");
-    match (e, value) {
-        (Expr::Var(name, _), Ok(v)) => format!("{name}={v}"),
-        (Expr::Var(name, _), Err(_)) => name.clone(),
-        (_, Ok(v)) => v.to_string(),
-        (_, Err(_)) => "?".into(),
-    }
-}
-
-fn check_params(kernel: &LoweredKernel, args: &Args) -> IResult<()> {
-    for (name, dtype) in &kernel.params {
-        let value = args
-            .scalars
-            .get(name)
-            .ok_or_else(|| InterpError::MissingParam(name.clone()))?;
-        if value.dtype() != *dtype {
-            return Err(InterpError::WrongType {
-                name: name.clone(),
-                expected: *dtype,
-                actual: value.dtype(),
-            });
-        }
-    }
-    Ok(())
+    storage.into_buffer()
 }
 
 /// One dimension of a buffer's box.
@@ -410,13 +254,13 @@ impl Storage {
         }
     }
 
-    fn into_buffer(self) -> Buffer {
+    fn into_buffer(self) -> IResult<Buffer> {
         let shape: Vec<usize> = self.dims.iter().map(|d| d.extent as usize).collect();
-        let mut buffer = Buffer::zeros(self.dtype, &shape);
+        let mut buffer = Buffer::zeros(self.dtype, &shape).map_err(CallError::from)?;
         for (i, v) in self.values.into_iter().enumerate() {
             buffer.set_flat(i, v);
         }
-        buffer
+        Ok(buffer)
     }
 
     fn shape(&self) -> Vec<i64> {

@@ -6,11 +6,13 @@
 //! IR on buffers (the second oracle after the reference evaluator).
 
 pub mod generate;
+pub mod generate_pipeline;
 pub mod interp;
 pub mod ir;
 pub mod ir_print;
 pub mod lower;
 pub mod schedule;
+pub mod signature;
 pub mod simplify;
 
 pub use ir::{Expr, ForKind, LoweredKernel, Stmt, Type};

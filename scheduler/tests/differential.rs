@@ -5,7 +5,7 @@
 //!
 //! A `round_up` tail computes past the needed region and so may read past an input without a
 //! boundary condition: such a kernel refuses inputs smaller than it reads
-//! (`InterpError::InputTooSmall`) before running. That refusal is the only accepted outcome
+//! (`CallError::InputTooSmall`) before running. That refusal is the only accepted outcome
 //! other than the reference's answer, and only for schedules that use `round_up`.
 //!
 //! `STRATA_CASES=n` sets the cases per kernel (default 300); a failure prints the seed, and
@@ -15,7 +15,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use strata_dsl::random::{agree, random_args};
-use strata_dsl::{evaluate, parse_kernel, Args, Buffer, Pipeline};
+use strata_dsl::{evaluate, parse_kernel, Args, Buffer, CallError, Pipeline};
 use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::{interpret, InterpError};
 use strata_scheduler::lower::lower;
@@ -79,7 +79,7 @@ fn case(name: &str, pipeline: &Pipeline, seed: u64) -> Result<Outcome, String> {
     let expected =
         evaluate(pipeline, &args).map_err(|e| context(format!("reference failed: {e}")))?;
     let got = match interpret(&kernel, &args) {
-        Err(InterpError::InputTooSmall { .. }) if schedule.to_string().contains("round_up") => {
+        Err(InterpError::Call(CallError::InputTooSmall { .. })) if schedule.to_string().contains("round_up") => {
             return Ok(Outcome::Refused)
         }
         Err(e) => return Err(context(format!("interpreter failed: {e}\n{kernel}"))),

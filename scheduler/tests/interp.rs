@@ -2,7 +2,7 @@
 //! forms, vectors, temporaries, guards, the integer semantics, and every kind of error.
 
 use std::collections::HashMap;
-use strata_dsl::{Args, BinOp, Buffer, Dtype, Intrinsic, Value};
+use strata_dsl::{Args, BinOp, Buffer, CallError, Dtype, Intrinsic, Value};
 use strata_scheduler::interp::{eval_expr, interpret, InterpError, VValue};
 use strata_scheduler::ir::{BufferArg, Expr, ForKind, LoweredKernel, Range, Stmt, Type, UnOp};
 
@@ -606,11 +606,11 @@ fn wrong_input_shape_names_the_input() {
     let err = interpret(&k, &args).unwrap_err();
     assert_eq!(
         err,
-        InterpError::WrongShape {
+        InterpError::Call(CallError::WrongShape {
             name: "A".into(),
             expected: "[N=4, 3]".into(),
             actual: vec![4, 5]
-        }
+        })
     );
     assert_eq!(
         err.to_string(),
@@ -622,36 +622,36 @@ fn wrong_input_shape_names_the_input() {
     let err = interpret(&k, &args).unwrap_err();
     assert_eq!(
         err,
-        InterpError::WrongShape {
+        InterpError::Call(CallError::WrongShape {
             name: "B".into(),
             expected: "[N=4]".into(),
             actual: vec![5]
-        }
+        })
     );
 
     // Wrong rank, wrong element type, missing and unknown inputs.
     let args = good().buffer("A", f32_buf(&[12], vec![0.0; 12]));
     assert!(
-        matches!(interpret(&k, &args), Err(InterpError::WrongShape { name, .. }) if name == "A")
+        matches!(interpret(&k, &args), Err(InterpError::Call(CallError::WrongShape { name, .. })) if name == "A")
     );
     let args = good().buffer("B", i32_buf(&[4], vec![0; 4]));
     assert_eq!(
         interpret(&k, &args).unwrap_err(),
-        InterpError::WrongType {
+        InterpError::Call(CallError::WrongType {
             name: "B".into(),
             expected: Dtype::F32,
             actual: Dtype::I32
-        }
+        })
     );
     let args = Args::new().buffer("A", f32_buf(&[4, 3], vec![0.0; 12]));
     assert_eq!(
         interpret(&k, &args).unwrap_err(),
-        InterpError::MissingInput("B".into())
+        InterpError::Call(CallError::MissingInput("B".into()))
     );
     let args = good().buffer("C", f32_buf(&[1], vec![0.0]));
     assert_eq!(
         interpret(&k, &args).unwrap_err(),
-        InterpError::UnknownArgument("C".into())
+        InterpError::Call(CallError::UnknownArgument("C".into()))
     );
 }
 
@@ -686,11 +686,11 @@ fn scalar_param() {
     let missing = Args::new().buffer("A", a.clone());
     assert_eq!(
         interpret(&k, &missing).unwrap_err(),
-        InterpError::MissingParam("alpha".into())
+        InterpError::Call(CallError::MissingInput("alpha".into()))
     );
     let wrong = Args::new().buffer("A", a).scalar("alpha", Value::F64(3.0));
     assert!(
-        matches!(interpret(&k, &wrong), Err(InterpError::WrongType { name, .. }) if name == "alpha")
+        matches!(interpret(&k, &wrong), Err(InterpError::Call(CallError::WrongType { name, .. })) if name == "alpha")
     );
 }
 

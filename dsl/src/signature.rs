@@ -1,0 +1,498 @@
+//! The one checked call boundary. Every executor (the reference evaluator, the loop-IR
+//! interpreter, compiled kernels) describes what it takes as a [`Signature`] and calls
+//! [`Signature::bind`] before computing anything, so an argument is accepted or refused the same
+//! way, in the same words, by all three.
+//!
+//! `bind` establishes, or refuses with a [`CallError`]:
+//! - every argument is an input of the kernel, every input is given, with its element type;
+//! - every buffer's rank and extents match its declared shape (constants, and size variables
+//!   bound by their first use; a later use that differs is a wrong shape);
+//! - every size, every extent and every element count fits the index type the generated code
+//!   uses (`i32`): at most [`MAX_ELEMENTS`] elements per buffer (Halide's limit is 2^31 bytes
+//!   without `large_buffers`; strata's is 2^31 - 1 elements, since it indexes elements);
+//! - every buffer's data really has that many elements;
+//! - the output's extents, evaluated with overflow checks, are non-negative and fit too;
+//! - every input covers the box the code reads of it (`input_regions`).
+//!
+//! Expressions of sizes (output extents, region bounds) belong to the rung that describes the
+//! signature; they implement [`SizeExpr`], which evaluates them exactly or not at all.
+
+use crate::buffer::{Buffer, ShapeError};
+use crate::dtype::Dtype;
+use crate::eval::Args;
+use crate::ir::{Extent, Intrinsic};
+use crate::value::BinOp;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The value of every size variable of a call, by name. The one sizes type of the public API.
+pub type Sizes = BTreeMap<String, i64>;
+
+/// The most elements one buffer may have: flattened element indices are `i32`.
+pub const MAX_ELEMENTS: u64 = i32::MAX as u64;
+
+/// The largest value a size variable may take (sizes are `i32` in the generated code).
+pub const MAX_SIZE: i64 = i32::MAX as i64;
+
+/// Why a call was refused. Nothing ran.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum CallError {
+    #[error("missing input `{0}`")]
+    MissingInput(String),
+    #[error("`{0}` is not an input of this kernel")]
+    UnknownArgument(String),
+    #[error("input `{name}` should be {expected}, found {actual}")]
+    WrongType {
+        name: String,
+        expected: Dtype,
+        actual: Dtype,
+    },
+    #[error("input `{name}` should have shape {expected}, found {actual:?}")]
+    WrongShape {
+        name: String,
+        expected: String,
+        actual: Vec<usize>,
+    },
+    #[error("input `{name}` has shape {shape:?} but holds {found} elements")]
+    WrongLength {
+        name: String,
+        shape: Vec<usize>,
+        found: usize,
+    },
+    #[error("size `{size}` is {value}, more than the largest size strata supports ({MAX_SIZE})")]
+    SizeTooLarge { size: String, value: u64 },
+    #[error("{what} of shape {shape:?} has more than {MAX_ELEMENTS} elements (strata indexes elements with i32)")]
+    TooManyElements { what: String, shape: Vec<u64> },
+    #[error("size `{0}` is not bound by any input")]
+    UnboundSize(String),
+    #[error("output `{output}` has a negative extent {value} in dimension {dim}")]
+    NegativeExtent {
+        output: String,
+        dim: usize,
+        value: i64,
+    },
+    #[error("{what} `{expr}` cannot be computed for these sizes: {reason}")]
+    SizeExprFailed {
+        what: String,
+        expr: String,
+        reason: SizeExprError,
+    },
+    #[error("input `{input}` is too small for this schedule: dimension {dim} is read at {min}..={max}, but its extent is {extent}")]
+    InputTooSmall {
+        input: String,
+        dim: usize,
+        min: i64,
+        max: i64,
+        extent: usize,
+    },
+    #[error("the output buffer should be {expected}, found {actual}")]
+    WrongOutput { expected: String, actual: String },
+    #[error(transparent)]
+    Buffer(#[from] ShapeError),
+}
+
+/// Why an expression of sizes has no exact value.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SizeExprError {
+    #[error("a step overflows {0}")]
+    Overflow(Dtype),
+    #[error("size `{0}` is unbound")]
+    Unbound(String),
+    #[error("`{0}` is not an integer expression of sizes")]
+    Unsupported(String),
+}
+
+/// An integer expression of the sizes, evaluated exactly: an error where any step leaves its
+/// type's range (where the generated code would wrap).
+pub trait SizeExpr: fmt::Display {
+    fn eval_size(&self, sizes: &Sizes) -> Result<i64, SizeExprError>;
+}
+
+/// A buffer argument: its name, element type and declared shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BufferParam {
+    pub name: String,
+    pub dtype: Dtype,
+    pub shape: Vec<Extent>,
+}
+
+/// The box of one input the code reads: `(min, extent)` per dimension.
+pub type Region<E> = Vec<(E, E)>;
+
+/// What a kernel takes and gives, as every executor checks it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Signature<E> {
+    pub inputs: Vec<BufferParam>,
+    pub scalars: Vec<(String, Dtype)>,
+    pub output_name: String,
+    pub output_dtype: Dtype,
+    pub output_extents: Vec<E>,
+    /// The box of each input the code reads; empty for executors that check each read.
+    pub input_regions: Vec<(String, Region<E>)>,
+}
+
+/// A call's arguments after `bind`: the sizes and the output's shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Binding {
+    pub sizes: Sizes,
+    pub output_shape: Vec<usize>,
+}
+
+impl<E: SizeExpr> Signature<E> {
+    /// Checks `args` against the signature (see the module doc) and binds the sizes.
+    pub fn bind(&self, args: &Args) -> Result<Binding, CallError> {
+        self.check_names(args)?;
+        let sizes = self.bind_buffers(args)?;
+        self.check_scalars(args)?;
+        let output_shape = self.output_shape(&sizes)?;
+        self.check_regions(args, &sizes)?;
+        Ok(Binding {
+            sizes,
+            output_shape,
+        })
+    }
+
+    /// The shape of every input and of the output for `sizes`, checked as `bind` checks a
+    /// call's buffers: for callers that make inputs from sizes (and must refuse before they
+    /// allocate).
+    pub fn shapes_for(
+        &self,
+        sizes: &Sizes,
+    ) -> Result<(Vec<(String, Vec<usize>)>, Vec<usize>), CallError> {
+        for (size, &value) in sizes {
+            check_size_value(size, value)?;
+        }
+        let mut inputs = Vec::new();
+        for input in &self.inputs {
+            let shape = input
+                .shape
+                .iter()
+                .map(|e| match e {
+                    Extent::Const(c) => Ok(*c),
+                    Extent::Size(s) => sizes
+                        .get(s)
+                        .copied()
+                        .ok_or_else(|| CallError::UnboundSize(s.clone())),
+                })
+                .collect::<Result<Vec<i64>, CallError>>()?;
+            let shape = checked_shape(&format!("input `{}`", input.name), &shape)?;
+            inputs.push((input.name.clone(), shape));
+        }
+        Ok((inputs, self.output_shape(sizes)?))
+    }
+
+    fn check_names(&self, args: &Args) -> Result<(), CallError> {
+        let is_input = |n: &String| self.inputs.iter().any(|i| &i.name == n);
+        let is_scalar = |n: &String| self.scalars.iter().any(|(s, _)| s == n);
+        let unknown = (args.buffers.keys().find(|n| !is_input(n)))
+            .or_else(|| args.scalars.keys().find(|n| !is_scalar(n)));
+        match unknown {
+            Some(name) => Err(CallError::UnknownArgument(name.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks every buffer in signature order: first types and ranks, binding each size at its
+    /// first use, then every extent against the bound sizes (so a wrong shape is described with
+    /// every size it can name).
+    fn bind_buffers(&self, args: &Args) -> Result<Sizes, CallError> {
+        let mut buffers = Vec::new();
+        for input in &self.inputs {
+            let buffer = args
+                .buffers
+                .get(&input.name)
+                .ok_or_else(|| CallError::MissingInput(input.name.clone()))?;
+            buffers.push((input, buffer));
+        }
+        let mut sizes = Sizes::new();
+        for &(input, buffer) in &buffers {
+            bind_sizes_of(input, buffer, &mut sizes)?;
+        }
+        for &(input, buffer) in &buffers {
+            check_extents(input, buffer, &sizes)?;
+        }
+        Ok(sizes)
+    }
+
+    fn check_scalars(&self, args: &Args) -> Result<(), CallError> {
+        for (name, dtype) in &self.scalars {
+            let value = args
+                .scalars
+                .get(name)
+                .ok_or_else(|| CallError::MissingInput(name.clone()))?;
+            if value.dtype() != *dtype {
+                return Err(CallError::WrongType {
+                    name: name.clone(),
+                    expected: *dtype,
+                    actual: value.dtype(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The output's extents, each evaluated exactly, and their product within `MAX_ELEMENTS`.
+    pub fn output_shape(&self, sizes: &Sizes) -> Result<Vec<usize>, CallError> {
+        let mut extents = Vec::new();
+        for (dim, e) in self.output_extents.iter().enumerate() {
+            let value = eval(e, sizes, "the output extent")?;
+            if value < 0 {
+                return Err(CallError::NegativeExtent {
+                    output: self.output_name.clone(),
+                    dim,
+                    value,
+                });
+            }
+            extents.push(value);
+        }
+        checked_shape(&format!("output `{}`", self.output_name), &extents)
+    }
+
+    /// Every input covers the box the code reads of it.
+    fn check_regions(&self, args: &Args, sizes: &Sizes) -> Result<(), CallError> {
+        for (name, region) in &self.input_regions {
+            let buffer = args
+                .buffers
+                .get(name)
+                .ok_or_else(|| CallError::MissingInput(name.clone()))?;
+            for (dim, ((min, extent), &size)) in region.iter().zip(buffer.shape()).enumerate() {
+                let what = format!("the region read of input `{name}`");
+                let (min, len) = (eval(min, sizes, &what)?, eval(extent, sizes, &what)?);
+                let max = min.saturating_add(len - 1);
+                if len > 0 && (min < 0 || max >= size as i64) {
+                    return Err(CallError::InputTooSmall {
+                        input: name.clone(),
+                        dim,
+                        min,
+                        max,
+                        extent: size,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn eval<E: SizeExpr>(e: &E, sizes: &Sizes, what: &str) -> Result<i64, CallError> {
+    e.eval_size(sizes).map_err(|reason| CallError::SizeExprFailed {
+        what: what.to_string(),
+        expr: e.to_string(),
+        reason,
+    })
+}
+
+fn check_size_value(size: &str, value: i64) -> Result<(), CallError> {
+    if value > MAX_SIZE {
+        return Err(CallError::SizeTooLarge {
+            size: size.to_string(),
+            value: value as u64,
+        });
+    }
+    Ok(())
+}
+
+/// Checks one buffer's type and rank, and binds the sizes its shape uses first.
+fn bind_sizes_of(input: &BufferParam, buffer: &Buffer, sizes: &mut Sizes) -> Result<(), CallError> {
+    if buffer.dtype() != input.dtype {
+        return Err(CallError::WrongType {
+            name: input.name.clone(),
+            expected: input.dtype,
+            actual: buffer.dtype(),
+        });
+    }
+    if buffer.shape().len() != input.shape.len() {
+        return Err(wrong_shape(input, buffer, sizes));
+    }
+    for (extent, &actual) in input.shape.iter().zip(buffer.shape()) {
+        if let Extent::Size(size) = extent {
+            if !sizes.contains_key(size) {
+                let value = i64::try_from(actual).unwrap_or(i64::MAX);
+                check_size_value(size, value)?;
+                sizes.insert(size.clone(), value);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks one buffer's extents against the bound sizes, its element count and its length.
+fn check_extents(input: &BufferParam, buffer: &Buffer, sizes: &Sizes) -> Result<(), CallError> {
+    for (extent, &actual) in input.shape.iter().zip(buffer.shape()) {
+        let expected = match extent {
+            Extent::Const(c) => Some(*c),
+            Extent::Size(size) => sizes.get(size).copied(),
+        };
+        if expected != i64::try_from(actual).ok() {
+            return Err(wrong_shape(input, buffer, sizes));
+        }
+    }
+    let shape: Vec<i64> = buffer.shape().iter().map(|&e| e as i64).collect();
+    let shape = checked_shape(&format!("input `{}`", input.name), &shape)?;
+    if buffer.len() != shape.iter().product::<usize>() {
+        return Err(CallError::WrongLength {
+            name: input.name.clone(),
+            shape,
+            found: buffer.len(),
+        });
+    }
+    Ok(())
+}
+
+fn wrong_shape(input: &BufferParam, buffer: &Buffer, sizes: &Sizes) -> CallError {
+    CallError::WrongShape {
+        name: input.name.clone(),
+        expected: describe_shape(&input.shape, sizes),
+        actual: buffer.shape().to_vec(),
+    }
+}
+
+/// `extents` as a shape, if each is non-negative and their product is at most `MAX_ELEMENTS`.
+fn checked_shape(what: &str, extents: &[i64]) -> Result<Vec<usize>, CallError> {
+    let elements = extents
+        .iter()
+        .try_fold(1u64, |n, &e| n.checked_mul(u64::try_from(e).ok()?));
+    match elements {
+        Some(n) if n <= MAX_ELEMENTS => Ok(extents.iter().map(|&e| e as usize).collect()),
+        _ => Err(CallError::TooManyElements {
+            what: what.to_string(),
+            shape: extents.iter().map(|&e| e.max(0) as u64).collect(),
+        }),
+    }
+}
+
+/// `[M=4, 3, K]`: each extent with the value its size is bound to, if it is.
+fn describe_shape(shape: &[Extent], sizes: &Sizes) -> String {
+    let parts: Vec<String> = shape
+        .iter()
+        .map(|e| match e {
+            Extent::Const(c) => c.to_string(),
+            Extent::Size(s) => match sizes.get(s) {
+                Some(v) => format!("{s}={v}"),
+                None => s.clone(),
+            },
+        })
+        .collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// `a op b` on integers of type `dtype` with the language's semantics (Euclidean division and
+/// modulo, division by zero gives 0; comparisons and logic give 0 or 1), or an overflow where
+/// the exact result leaves `dtype`'s range (where the generated code would wrap).
+pub fn checked_int_binary(op: BinOp, a: i64, b: i64, dtype: Dtype) -> Result<i64, SizeExprError> {
+    let exact = match op {
+        BinOp::Add => a.checked_add(b),
+        BinOp::Sub => a.checked_sub(b),
+        BinOp::Mul => a.checked_mul(b),
+        BinOp::Div if b == 0 => Some(0),
+        BinOp::Div => a.checked_div_euclid(b),
+        BinOp::Mod if b == 0 => Some(0),
+        BinOp::Mod => a.checked_rem_euclid(b),
+        BinOp::Eq => Some((a == b) as i64),
+        BinOp::Ne => Some((a != b) as i64),
+        BinOp::Lt => Some((a < b) as i64),
+        BinOp::Le => Some((a <= b) as i64),
+        BinOp::Gt => Some((a > b) as i64),
+        BinOp::Ge => Some((a >= b) as i64),
+        BinOp::And => Some((a != 0 && b != 0) as i64),
+        BinOp::Or => Some((a != 0 || b != 0) as i64),
+    };
+    exact.filter(|&v| fits(v, dtype)).ok_or(SizeExprError::Overflow(dtype))
+}
+
+/// `min`, `max`, `abs` and `clamp` of integers of type `dtype`, exactly.
+pub fn checked_int_intrinsic(
+    f: Intrinsic,
+    args: &[i64],
+    dtype: Dtype,
+) -> Result<i64, SizeExprError> {
+    let exact = match (f, args) {
+        (Intrinsic::Min, [a, b]) => Some(*a.min(b)),
+        (Intrinsic::Max, [a, b]) => Some(*a.max(b)),
+        (Intrinsic::Abs, [a]) => a.checked_abs(),
+        (Intrinsic::Clamp, [x, lo, hi]) => Some((*x).max(*lo).min(*hi)),
+        _ => return Err(SizeExprError::Unsupported(format!("{f:?}"))),
+    };
+    exact.filter(|&v| fits(v, dtype)).ok_or(SizeExprError::Overflow(dtype))
+}
+
+/// `value` cast to the integer type `to`, if it fits (a cast that would wrap is an overflow).
+pub fn checked_int_cast(value: i64, to: Dtype) -> Result<i64, SizeExprError> {
+    if fits(value, to) {
+        Ok(value)
+    } else {
+        Err(SizeExprError::Overflow(to))
+    }
+}
+
+/// Whether `v` is a value of the integer (or bool) type `dtype`.
+fn fits(v: i64, dtype: Dtype) -> bool {
+    let (lo, hi) = match dtype {
+        Dtype::Bool => (0, 1),
+        Dtype::U8 => (0, u8::MAX as i64),
+        Dtype::U16 => (0, u16::MAX as i64),
+        Dtype::U32 => (0, u32::MAX as i64),
+        Dtype::I8 => (i8::MIN as i64, i8::MAX as i64),
+        Dtype::I16 => (i16::MIN as i64, i16::MAX as i64),
+        Dtype::I32 => (i32::MIN as i64, i32::MAX as i64),
+        Dtype::I64 => (i64::MIN, i64::MAX),
+        Dtype::F32 | Dtype::F64 => return false,
+    };
+    (lo..=hi).contains(&v)
+}
+
+/// The high rung's expressions of sizes: output extents and domain bounds.
+impl SizeExpr for crate::ir::Expr {
+    fn eval_size(&self, sizes: &Sizes) -> Result<i64, SizeExprError> {
+        use crate::ir::Expr;
+        let int = |e: &Expr| e.eval_size(sizes);
+        match self {
+            Expr::Const(v) => v
+                .as_i64()
+                .filter(|_| !v.dtype().is_float())
+                .ok_or_else(|| SizeExprError::Unsupported(self.to_string())),
+            Expr::Size(name) => sizes
+                .get(name)
+                .copied()
+                .ok_or_else(|| SizeExprError::Unbound(name.clone())),
+            Expr::Neg(a) => checked_int_binary(BinOp::Sub, 0, int(a)?, self.dtype()),
+            Expr::Not(a) => Ok((int(a)? == 0) as i64),
+            Expr::Binary(op, a, b) => checked_int_binary(*op, int(a)?, int(b)?, self.dtype()),
+            Expr::Select(c, t, f) => int(if int(c)? != 0 { t } else { f }),
+            Expr::Cast(to, a) => checked_int_cast(int(a)?, *to),
+            Expr::Intrinsic(f, args) => {
+                let values = args.iter().map(int).collect::<Result<Vec<i64>, _>>()?;
+                checked_int_intrinsic(*f, &values, self.dtype())
+            }
+            _ => Err(SizeExprError::Unsupported(self.to_string())),
+        }
+    }
+}
+
+impl crate::ir::Pipeline {
+    /// The kernel's signature as the reference evaluator checks it (it checks each read of an
+    /// input itself, so it lists no input regions).
+    pub fn call_signature(&self) -> Signature<crate::ir::Expr> {
+        use crate::ir::InputKind;
+        let mut inputs = Vec::new();
+        let mut scalars = Vec::new();
+        for input in &self.inputs {
+            match &input.kind {
+                InputKind::Buffer { shape, .. } => inputs.push(BufferParam {
+                    name: input.name.clone(),
+                    dtype: input.dtype,
+                    shape: shape.clone(),
+                }),
+                InputKind::Scalar => scalars.push((input.name.clone(), input.dtype)),
+            }
+        }
+        Signature {
+            inputs,
+            scalars,
+            output_name: self.output.name.clone(),
+            output_dtype: self.output.dtype,
+            output_extents: self.output.extents.clone(),
+            input_regions: Vec::new(),
+        }
+    }
+}
