@@ -9,7 +9,10 @@
 //!   bound by their first use; a later use that differs is a wrong shape);
 //! - every size, every extent and every element count fits the index type the generated code
 //!   uses (`i32`): at most [`MAX_ELEMENTS`] elements per buffer (Halide's limit is 2^31 bytes
-//!   without `large_buffers`; strata's is 2^31 - 1 elements, since it indexes elements);
+//!   without `large_buffers`; strata's is 2^31 - 1 elements, since it indexes elements), and at
+//!   most [`MAX_EXTENT`] (2^30) per size and per dimension, which leaves index arithmetic
+//!   headroom: a loop split by a factor up to the schedule's limit (2^24), rounded up, and
+//!   shifted by a stencil's offset still stays inside `i32`;
 //! - every buffer's data really has that many elements;
 //! - the output's extents, evaluated with overflow checks, are non-negative and fit too;
 //! - every input covers the box the code reads of it (`input_regions`).
@@ -31,8 +34,9 @@ pub type Sizes = BTreeMap<String, i64>;
 /// The most elements one buffer may have: flattened element indices are `i32`.
 pub const MAX_ELEMENTS: u64 = i32::MAX as u64;
 
-/// The largest value a size variable may take (sizes are `i32` in the generated code).
-pub const MAX_SIZE: i64 = i32::MAX as i64;
+/// The largest value a size variable or one extent may take (sizes are `i32` in the generated
+/// code; the half of the range above this is headroom for index arithmetic).
+pub const MAX_EXTENT: i64 = 1 << 30;
 
 /// Why a call was refused. Nothing ran.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -59,9 +63,9 @@ pub enum CallError {
         shape: Vec<usize>,
         found: usize,
     },
-    #[error("size `{size}` is {value}, more than the largest size strata supports ({MAX_SIZE})")]
+    #[error("size `{size}` is {value}, more than the largest size strata supports ({MAX_EXTENT})")]
     SizeTooLarge { size: String, value: u64 },
-    #[error("{what} of shape {shape:?} has more than {MAX_ELEMENTS} elements (strata indexes elements with i32)")]
+    #[error("{what} of shape {shape:?} is too large: strata supports at most {MAX_EXTENT} per dimension and {MAX_ELEMENTS} elements (it indexes elements with i32)")]
     TooManyElements { what: String, shape: Vec<u64> },
     #[error("size `{0}` is not bound by any input")]
     UnboundSize(String),
@@ -275,15 +279,16 @@ impl<E: SizeExpr> Signature<E> {
 }
 
 fn eval<E: SizeExpr>(e: &E, sizes: &Sizes, what: &str) -> Result<i64, CallError> {
-    e.eval_size(sizes).map_err(|reason| CallError::SizeExprFailed {
-        what: what.to_string(),
-        expr: e.to_string(),
-        reason,
-    })
+    e.eval_size(sizes)
+        .map_err(|reason| CallError::SizeExprFailed {
+            what: what.to_string(),
+            expr: e.to_string(),
+            reason,
+        })
 }
 
 fn check_size_value(size: &str, value: i64) -> Result<(), CallError> {
-    if value > MAX_SIZE {
+    if value > MAX_EXTENT {
         return Err(CallError::SizeTooLarge {
             size: size.to_string(),
             value: value as u64,
@@ -347,11 +352,13 @@ fn wrong_shape(input: &BufferParam, buffer: &Buffer, sizes: &Sizes) -> CallError
     }
 }
 
-/// `extents` as a shape, if each is non-negative and their product is at most `MAX_ELEMENTS`.
+/// `extents` as a shape, if each is in `0..=MAX_EXTENT` and their product is at most
+/// `MAX_ELEMENTS`.
 fn checked_shape(what: &str, extents: &[i64]) -> Result<Vec<usize>, CallError> {
-    let elements = extents
-        .iter()
-        .try_fold(1u64, |n, &e| n.checked_mul(u64::try_from(e).ok()?));
+    let elements = extents.iter().try_fold(1u64, |n, &e| {
+        let e = u64::try_from(e).ok().filter(|&e| e <= MAX_EXTENT as u64)?;
+        n.checked_mul(e)
+    });
     match elements {
         Some(n) if n <= MAX_ELEMENTS => Ok(extents.iter().map(|&e| e as usize).collect()),
         _ => Err(CallError::TooManyElements {
@@ -397,7 +404,9 @@ pub fn checked_int_binary(op: BinOp, a: i64, b: i64, dtype: Dtype) -> Result<i64
         BinOp::And => Some((a != 0 && b != 0) as i64),
         BinOp::Or => Some((a != 0 || b != 0) as i64),
     };
-    exact.filter(|&v| fits(v, dtype)).ok_or(SizeExprError::Overflow(dtype))
+    exact
+        .filter(|&v| fits(v, dtype))
+        .ok_or(SizeExprError::Overflow(dtype))
 }
 
 /// `min`, `max`, `abs` and `clamp` of integers of type `dtype`, exactly.
@@ -413,7 +422,9 @@ pub fn checked_int_intrinsic(
         (Intrinsic::Clamp, [x, lo, hi]) => Some((*x).max(*lo).min(*hi)),
         _ => return Err(SizeExprError::Unsupported(format!("{f:?}"))),
     };
-    exact.filter(|&v| fits(v, dtype)).ok_or(SizeExprError::Overflow(dtype))
+    exact
+        .filter(|&v| fits(v, dtype))
+        .ok_or(SizeExprError::Overflow(dtype))
 }
 
 /// `value` cast to the integer type `to`, if it fits (a cast that would wrap is an overflow).

@@ -2,7 +2,9 @@
 //! Euclidean division, division by zero, casts, boundary conditions, updates (histogram, scan,
 //! update over pure variables), gathers, and the errors a wrong call gets.
 
-use strata_dsl::{evaluate, parse_kernel, Args, Buffer, CallError, Dtype, EvalError, Pipeline, Value};
+use strata_dsl::{
+    evaluate, parse_kernel, Args, Buffer, CallError, Dtype, EvalError, Pipeline, Value,
+};
 
 fn kernel(source: &str) -> Pipeline {
     parse_kernel(source, "test").unwrap_or_else(|e| panic!("{e}"))

@@ -108,13 +108,7 @@ impl CompiledKernel {
     }
 
     /// The frame `entry` reads: buffer pointers (inputs, output), sizes, parameter bits, threads.
-    fn frame(
-        &self,
-        args: &Args,
-        sizes: &Sizes,
-        output: &mut Buffer,
-        threads: usize,
-    ) -> Vec<u64> {
+    fn frame(&self, args: &Args, sizes: &Sizes, output: &mut Buffer, threads: usize) -> Vec<u64> {
         let mut frame = Vec::new();
         for input in &self.kernel.inputs {
             frame.push(

@@ -14,6 +14,11 @@ use strata_dsl::ir::{Expr, Func, Update, UpdateOp};
 /// The largest vector width a directive may ask for (an unroll factor may be 4 times more).
 pub const MAX_LANES: i64 = 64;
 
+/// The largest split factor. Loop bounds are `i32`: with extents at most 2^30 (the call
+/// boundary's limit, `strata_dsl::signature::MAX_EXTENT`), an extent rounded up to a multiple
+/// of the factor, `xo * factor + xi` and a stencil's offsets all stay inside `i32`.
+pub const MAX_SPLIT_FACTOR: i64 = 1 << 24;
+
 /// The largest width (vectorize) or factor (unroll) for a loop of this kind.
 pub fn max_lanes(kind: ForKind) -> i64 {
     if kind == ForKind::Unrolled {
@@ -347,6 +352,9 @@ impl Builder<'_> {
         self.check_serial(d, at)?;
         if factor <= 0 {
             return Err(self.error(d, Rule::FactorNotPositive { factor }));
+        }
+        if factor > MAX_SPLIT_FACTOR {
+            return Err(self.error(d, Rule::FactorTooLarge { factor }));
         }
         self.check_fresh(d, outer, Some(var))?;
         self.check_fresh(d, inner, None)?;

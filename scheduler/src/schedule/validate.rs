@@ -3,7 +3,7 @@
 //! a `ScheduleError` that prints the function, the directive as written, the rule it breaks and
 //! what would be legal. No directive is ever silently ignored.
 
-use super::loops::{stage_loops, StageLoops};
+use super::loops::{stage_loops, StageLoops, MAX_SPLIT_FACTOR};
 use super::{Directive, LoopLevel, Schedule, StageRef};
 use crate::ir::ForKind;
 use crate::lower::lift_reductions::Lifted;
@@ -55,6 +55,9 @@ pub enum Rule {
         name: String,
     },
     FactorNotPositive {
+        factor: i64,
+    },
+    FactorTooLarge {
         factor: i64,
     },
     WidthOutOfRange {
@@ -148,6 +151,10 @@ impl fmt::Display for Rule {
             ),
             Rule::NameInUse { name } => write!(f, "the new loop name `{name}` is already in use; choose a fresh name"),
             Rule::FactorNotPositive { factor } => write!(f, "the factor must be a positive integer, not {factor}"),
+            Rule::FactorTooLarge { factor } => write!(
+                f,
+                "a split factor of {factor} is too large; use 1 to {MAX_SPLIT_FACTOR} (loop bounds are computed in i32)"
+            ),
             Rule::WidthOutOfRange { width, max, kind: ForKind::Unrolled } => {
                 write!(f, "an unroll factor of {width} is out of range; use 1 to {max}")
             }

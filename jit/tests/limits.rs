@@ -1,0 +1,150 @@
+//! Sizes at and past the limits of the call boundary (`strata_dsl::signature`): every shape
+//! whose sizes, extents, element counts or size expressions leave `i32` is refused with an
+//! error naming the size, before anything is allocated or run, by the reference evaluator, the
+//! interpreter and compiled kernels alike; split factors that would overflow loop bounds are
+//! refused by validation.
+
+mod common;
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use std::collections::BTreeMap;
+use strata_dsl::random::random_args;
+use strata_dsl::signature::{MAX_ELEMENTS, MAX_EXTENT};
+use strata_dsl::{evaluate, parse_kernel, Args, Buffer, CallError, Dtype, EvalError};
+use strata_scheduler::interp::{interpret, InterpError};
+use strata_scheduler::lower::lower;
+use strata_scheduler::schedule::text::parse_schedule;
+use strata_scheduler::Schedule;
+
+fn sizes(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
+    pairs.iter().map(|(n, v)| (n.to_string(), *v)).collect()
+}
+
+#[test]
+fn element_counts_that_overflow_usize_are_refused_by_buffers() {
+    let shape = [1 << 22, 1 << 21, 1 << 21];
+    let err = Buffer::from_vec(&shape, Vec::<u8>::new()).unwrap_err();
+    assert!(err.to_string().contains("more elements than"), "{err}");
+    assert!(Buffer::zeros(Dtype::U8, &shape).is_err());
+}
+
+#[test]
+fn an_allocation_that_cannot_be_made_is_an_error_not_an_abort() {
+    let err = Buffer::zeros(Dtype::F32, &[1 << 60]).unwrap_err();
+    assert!(err.to_string().contains("could not allocate"), "{err}");
+}
+
+/// `pick(A: u8[X,Y,Z])` at 2^22 x 2^21 x 2^21: the CLI's inputs are refused before allocation.
+#[test]
+fn inputs_past_the_element_limit_are_refused_before_allocation() {
+    let src = "kernel pick(A: u8[X, Y, Z]) -> B: u8[X] { B(i) = A(i, Y - 1, Z - 1); }";
+    let k = parse_kernel(src, "pick.strata").unwrap();
+    let mut rng = StdRng::seed_from_u64(1);
+    let huge = sizes(&[("X", 1 << 22), ("Y", 1 << 21), ("Z", 1 << 21)]);
+    let err = random_args(&k, &huge, &mut rng).unwrap_err();
+    assert!(
+        err.contains("input `A`") && err.contains("too large"),
+        "{err}"
+    );
+    let wide = sizes(&[("X", 1), ("Y", 1), ("Z", MAX_EXTENT as usize + 1)]);
+    let err = random_args(&k, &wide, &mut rng).unwrap_err();
+    assert!(err.contains("size `Z`"), "{err}");
+}
+
+/// `B: f32[N * N]` wraps i32 at N = 65536 (0 elements) and 65537 (131073): refused everywhere.
+#[test]
+fn output_extents_that_overflow_are_refused_everywhere() {
+    let src = "kernel sq(A: f32[N]) -> B: f32[N * N] { B(i) = A(i % N); }";
+    let (pipeline, lowered) = common::lower_source(src, "");
+    let compiled = common::compile_lowered(src, "", &lowered);
+    for n in [65536usize, 65537] {
+        let a = Buffer::from_vec(&[n], vec![0f32; n]).unwrap();
+        let args = Args::new().buffer("A", a);
+        let expected =
+            "the output extent `N * N` cannot be computed for these sizes: a step overflows i32";
+        let reference = evaluate(&pipeline, &args).unwrap_err();
+        assert_eq!(reference.to_string(), expected, "reference at N={n}");
+        let jit = compiled.run(&args, 1).unwrap_err();
+        assert!(matches!(jit, CallError::SizeExprFailed { .. }), "{jit}");
+        assert!(jit.to_string().contains("overflows i32"), "{jit}");
+        let interp = interpret(&lowered, &args).unwrap_err();
+        assert!(matches!(interp, InterpError::Call(_)), "{interp}");
+    }
+    // Below the limit it runs and agrees.
+    let a = Buffer::from_vec(&[3], vec![1f32, 2.0, 3.0]).unwrap();
+    let args = Args::new().buffer("A", a);
+    assert_eq!(
+        compiled.run(&args, 1).unwrap(),
+        evaluate(&pipeline, &args).unwrap()
+    );
+}
+
+/// Outputs at the limits pass the check; one more element, or one more in an extent, does not.
+#[test]
+fn the_limits_are_exact() {
+    let src = "kernel k(A: u8[N], M: u8[R]) -> B: u8[N, R] { B(i, j) = A(i) + M(j); }";
+    let k = parse_kernel(src, "k.strata").unwrap();
+    let signature = k.call_signature();
+    let shapes = |n: i64, r: i64| {
+        let sizes = [("N".to_string(), n), ("R".to_string(), r)];
+        signature.shapes_for(&sizes.into_iter().collect())
+    };
+    // 2^31 - 1 is prime, so the largest output with extents <= 2^30 has 2^31 - 2 elements.
+    let (_, out) = shapes(MAX_EXTENT - 1, 2).unwrap();
+    assert_eq!(out.iter().product::<usize>() as u64, MAX_ELEMENTS - 1);
+    let (inputs, _) = shapes(MAX_EXTENT, 1).unwrap();
+    assert_eq!(inputs[0].1, vec![MAX_EXTENT as usize]);
+    let err = shapes(1 << 16, 1 << 15).unwrap_err();
+    assert!(matches!(err, CallError::TooManyElements { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("output `B` of shape [65536, 32768] is too large"),
+        "{err}"
+    );
+    let err = shapes(MAX_EXTENT + 1, 1).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "size `N` is {}, more than the largest size strata supports ({MAX_EXTENT})",
+            MAX_EXTENT + 1
+        )
+    );
+}
+
+/// `split(y, yo, yi, 2147483645)` overflowed the outer loop's extent and gave a wrong answer;
+/// 6442450941 acted as 2147483645 (reduced mod 2^32). Both are refused with the rule.
+#[test]
+fn split_factors_that_overflow_loop_bounds_are_refused() {
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/kernels/brighten.strata"
+    ))
+    .unwrap();
+    let k = parse_kernel(&src, "brighten.strata").unwrap();
+    for factor in ["2147483645", "6442450941", "16777217"] {
+        let text = format!("out: split(y, yo, yi, {factor})");
+        let schedule = parse_schedule(&text).unwrap();
+        let err = lower(&k, &schedule).unwrap_err().to_string();
+        assert!(
+            err.contains("is too large; use 1 to 16777216"),
+            "{text}: {err}"
+        );
+    }
+    let schedule: Schedule = parse_schedule("out: split(y, yo, yi, 16777216)").unwrap();
+    assert!(lower(&k, &schedule).is_ok());
+    let err = parse_schedule("out: split(y, yo, yi, 99999999999999999999)").unwrap_err();
+    assert!(err.message.contains("does not fit"), "{}", err.message);
+}
+
+#[test]
+fn reference_domains_that_overflow_are_refused() {
+    let src = "kernel k(A: f32[N]) -> B: f32[1] { B(i) = sum(r in 0..N * N) A(r % N); }";
+    let k = parse_kernel(src, "k.strata").unwrap();
+    let a = Buffer::from_vec(&[65536], vec![0f32; 65536]).unwrap();
+    let err = evaluate(&k, &Args::new().buffer("A", a)).unwrap_err();
+    assert!(
+        matches!(err, EvalError::Call(CallError::SizeExprFailed { .. })),
+        "{err}"
+    );
+}
