@@ -531,6 +531,7 @@ fn check_update(stmt: &StmtAst, def: &Definition, dtype: Dtype, names: &Names) -
         .filter(|v| !checker.pure_vars.contains(v))
         .map(|v| (v.clone(), def.name.clone()))
         .collect();
+    checker.updating = Some((def.name.clone(), def.vars.clone()));
     let args = stmt
         .args
         .iter()
@@ -576,6 +577,9 @@ struct ExprChecker<'a> {
     rvars: Vec<String>,
     /// `Some(what)` when only sizes and integer constants are allowed (extents, domain bounds).
     sizes_only: Option<&'static str>,
+    /// In an update: the function updated and its pure variables, whose reads of itself must
+    /// use each pure variable bare in its own position.
+    updating: Option<(String, Vec<String>)>,
 }
 
 impl<'a> ExprChecker<'a> {
@@ -586,6 +590,7 @@ impl<'a> ExprChecker<'a> {
             misplaced_pure: Vec::new(),
             rvars: Vec::new(),
             sizes_only: None,
+            updating: None,
         }
     }
 
@@ -852,7 +857,9 @@ impl<'a> ExprChecker<'a> {
                     span,
                 )
             })?;
-            let args = self.call_args(callee, args, sig.vars.len(), span)?;
+            let checked = self.call_args(callee, args, sig.vars.len(), span)?;
+            self.check_self_read(name, &checked, args)?;
+            let args = checked;
             return Ok(Expr::Call(Call {
                 target: CallTarget::Func,
                 name: name.into(),
@@ -877,6 +884,35 @@ impl<'a> ExprChecker<'a> {
             }));
         }
         err(format!("unknown function or input `{name}`"), callee.span)
+    }
+
+    /// In an update of `f`, a read of `f` itself may use a pure variable only bare in its own
+    /// position: `f(y, x) = f(y, x) + f(y - 1, x)` would make the pure loop `y` carry a
+    /// dependency, which a recurrence expresses with a reduction variable instead.
+    fn check_self_read(&self, name: &str, checked: &[Expr], args: &[ExprAst]) -> CResult<()> {
+        let Some((func, vars)) = &self.updating else {
+            return Ok(());
+        };
+        if func != name {
+            return Ok(());
+        }
+        for (pos, (arg, ast)) in checked.iter().zip(args).enumerate() {
+            let own = vars.get(pos);
+            let mut misplaced = None;
+            arg.for_each(&mut |e| match e {
+                Expr::Var(v) if Some(v) != own || !matches!(arg, Expr::Var(_)) => {
+                    misplaced.get_or_insert(v.clone());
+                }
+                _ => {}
+            });
+            if let Some(v) = misplaced {
+                return err(
+                    format!("pure variable `{v}` can be used in a read of `{func}` inside its update only bare, in its own position; for a recurrence, use a reduction variable: `for (r in 1..N) {func}(r, ...) = ... {func}(r - 1, ...)`"),
+                    ast.span,
+                );
+            }
+        }
+        Ok(())
     }
 
     fn arity(&self, name: &str, args: &[ExprAst], expected: usize, span: Span) -> CResult<()> {

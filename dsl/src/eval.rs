@@ -9,7 +9,7 @@
 use crate::bounds::{bounds, Interval};
 use crate::buffer::Buffer;
 use crate::ir::*;
-use crate::signature::{CallError, SizeExpr};
+use crate::signature::{check_inside_output, CallError, SizeExpr};
 use crate::value::{BinOp, OpError, Value};
 use std::collections::{BTreeMap, HashMap};
 
@@ -179,7 +179,10 @@ impl<'a> Evaluator<'a> {
             let Some(needed) = required.get(&func.name).cloned() else {
                 continue;
             };
-            let region = self.region_with_updates(func, needed)?;
+            let region = self.region_with_updates(func, needed.clone())?;
+            if func.name == self.pipeline.output.name {
+                self.check_output_region(&needed, &region)?;
+            }
             for (callee, boxes) in self.calls_of(func, &region)? {
                 let entry = required
                     .entry(callee)
@@ -191,6 +194,16 @@ impl<'a> Evaluator<'a> {
             regions.insert(func.name.clone(), region);
         }
         Ok(regions)
+    }
+
+    /// The output is computed over its extents only: an update touching it elsewhere (reading
+    /// `out(r - 1, x)` at `r = 0`) is an error, as it is for compiled code.
+    fn check_output_region(&self, extents: &[Interval], grown: &[Interval]) -> EResult<()> {
+        for (dim, (e, g)) in extents.iter().zip(grown).enumerate() {
+            let extent = e.len() as usize;
+            check_inside_output(&self.pipeline.output.name, dim, g.lo, g.hi, extent)?;
+        }
+        Ok(())
     }
 
     /// Grows a function's region to hold what its updates write and read of it, then checks it

@@ -89,6 +89,14 @@ pub enum CallError {
         max: i64,
         extent: usize,
     },
+    #[error("output `{output}` is read or written at {min}..={max} in dimension {dim}, outside its extent {extent}: an update reads or writes its own function outside the region the definition covers")]
+    OutsideOutput {
+        output: String,
+        dim: usize,
+        min: i64,
+        max: i64,
+        extent: usize,
+    },
     #[error("the output buffer should be {expected}, found {actual}")]
     WrongOutput { expected: String, actual: String },
     #[error(transparent)]
@@ -133,6 +141,8 @@ pub struct Signature<E> {
     pub output_extents: Vec<E>,
     /// The box of each input the code reads; empty for executors that check each read.
     pub input_regions: Vec<(String, Region<E>)>,
+    /// The box of the output the code reads and writes; empty when each access is checked.
+    pub output_region: Region<E>,
 }
 
 /// A call's arguments after `bind`: the sizes and the output's shape.
@@ -150,6 +160,7 @@ impl<E: SizeExpr> Signature<E> {
         self.check_scalars(args)?;
         let output_shape = self.output_shape(&sizes)?;
         self.check_regions(args, &sizes)?;
+        self.check_output_region(&sizes, &output_shape)?;
         Ok(Binding {
             sizes,
             output_shape,
@@ -276,6 +287,45 @@ impl<E: SizeExpr> Signature<E> {
         }
         Ok(())
     }
+}
+
+impl<E: SizeExpr> Signature<E> {
+    /// The output's box the code touches lies inside its extents.
+    fn check_output_region(&self, sizes: &Sizes, shape: &[usize]) -> Result<(), CallError> {
+        let what = format!("the region of output `{}`", self.output_name);
+        for (dim, ((min, extent), &size)) in self.output_region.iter().zip(shape).enumerate() {
+            let (min, len) = (eval(min, sizes, &what)?, eval(extent, sizes, &what)?);
+            check_inside_output(
+                &self.output_name,
+                dim,
+                min,
+                min.saturating_add(len - 1),
+                size,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// An error unless `min..=max` (if not empty) lies in `0..extent`: the words the reference
+/// evaluator and the call check share for an update touching its output outside its extents.
+pub fn check_inside_output(
+    output: &str,
+    dim: usize,
+    min: i64,
+    max: i64,
+    extent: usize,
+) -> Result<(), CallError> {
+    if min <= max && (min < 0 || max >= extent as i64) {
+        return Err(CallError::OutsideOutput {
+            output: output.to_string(),
+            dim,
+            min,
+            max,
+            extent,
+        });
+    }
+    Ok(())
 }
 
 fn eval<E: SizeExpr>(e: &E, sizes: &Sizes, what: &str) -> Result<i64, CallError> {
@@ -504,6 +554,7 @@ impl crate::ir::Pipeline {
             output_dtype: self.output.dtype,
             output_extents: self.output.extents.clone(),
             input_regions: Vec::new(),
+            output_region: Vec::new(),
         }
     }
 }

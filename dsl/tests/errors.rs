@@ -988,6 +988,18 @@ fn pure_variable_misplaced_in_an_update() {
 }
 
 #[test]
+fn pure_variable_shifted_in_a_read_of_the_updated_function() {
+    //  B(i) = B(i) + B(i - 1);
+    //                  ^ column 21
+    check_exact(
+        &in_kernel(&["B(i) = A(i);", "B(i) = B(i) + B(i - 1);"]),
+        "pure variable `i` can be used in a read of `B` inside its update only bare, in its own position; for a recurrence, use a reduction variable: `for (r in 1..N) B(r, ...) = ... B(r - 1, ...)`",
+        3,
+        21,
+    );
+}
+
+#[test]
 fn reduction_domain_missing() {
     check_exact(
         &in_kernel(&["B(i) = sum(A(i));"]),

@@ -148,3 +148,60 @@ fn reference_domains_that_overflow_are_refused() {
         "{err}"
     );
 }
+
+/// Runs `src` at `args` through the reference, the interpreter and compiled code (default
+/// schedule), expecting all three to refuse with `message`.
+fn refused_everywhere(src: &str, args: &Args, message: &str) {
+    let (pipeline, lowered) = common::lower_source(src, "");
+    let compiled = common::compile_lowered(src, "", &lowered);
+    let reference = evaluate(&pipeline, args).unwrap_err();
+    assert_eq!(reference.to_string(), message, "reference");
+    assert_eq!(
+        compiled.run(args, 2).unwrap_err().to_string(),
+        message,
+        "jit"
+    );
+    assert_eq!(
+        interpret(&lowered, args).unwrap_err().to_string(),
+        message,
+        "interp"
+    );
+}
+
+/// `out(r - 1, x)` at `r = 0` read the output outside its buffer (a segfault at W = 8000000):
+/// refused before running, in the same words everywhere.
+#[test]
+fn an_update_reading_its_output_outside_its_extents_is_refused() {
+    let src =
+        "kernel iir_r0(input: f32[H, W], a: f32) -> out: f32[H, W] { out(y, x) = input(y, x); \
+               for (r in 0..H) out(r, x) = a * input(r, x) + (1.0 - a) * out(r - 1, x); }";
+    let input = Buffer::from_vec(&[2, 8], vec![1f32; 16]).unwrap();
+    let args = Args::new()
+        .buffer("input", input)
+        .scalar("a", strata_dsl::Value::F32(0.5));
+    refused_everywhere(
+        src,
+        &args,
+        "output `out` is read or written at -1..=1 in dimension 0, outside its extent 2: an update reads or writes its own function outside the region the definition covers",
+    );
+    // Starting the recurrence at row 1 stays inside, and every executor agrees.
+    let ok = src.replace("0..H", "1..H");
+    let (pipeline, lowered) = common::lower_source(&ok, "");
+    let compiled = common::compile_lowered(&ok, "", &lowered);
+    let expected = evaluate(&pipeline, &args).unwrap();
+    assert_eq!(compiled.run(&args, 2).unwrap(), expected);
+    assert_eq!(interpret(&lowered, &args).unwrap(), expected);
+}
+
+/// An update writing past its function's extent was clipped by compiled code but an error in
+/// the reference: now an error in both.
+#[test]
+fn an_update_writing_past_its_output_is_refused() {
+    let src = "kernel k(A: f32[N]) -> B: f32[N] { B(i) = A(i); for (r in 0..N) B(r + 1) = 1.0; }";
+    let args = Args::new().buffer("A", Buffer::from_vec(&[4], vec![0f32; 4]).unwrap());
+    refused_everywhere(
+        src,
+        &args,
+        "output `B` is read or written at 0..=4 in dimension 0, outside its extent 4: an update reads or writes its own function outside the region the definition covers",
+    );
+}

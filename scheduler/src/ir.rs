@@ -584,5 +584,10 @@ pub struct LoweredKernel {
     /// For each buffer input, the box the body reads (as expressions of the sizes); a caller's
     /// buffer must cover it. Inputs with a boundary condition are only read inside their extents.
     pub input_regions: Vec<(String, Vec<Range>)>,
+    /// The box of the output the body reads and writes (as expressions of the sizes), which
+    /// must lie inside the output's extents: an update reading its own function outside the
+    /// region it defines (`out(r - 1, x)` at `r = 0`) is refused before running. Empty when
+    /// not computed (hand-built kernels), then nothing is checked.
+    pub output_region: Vec<Range>,
     pub body: Stmt,
 }

@@ -74,6 +74,11 @@ impl LoweredKernel {
                 (name.clone(), region)
             })
             .collect();
+        let output_region = self
+            .output_region
+            .iter()
+            .map(|r| (r.min.clone(), r.extent.clone()))
+            .collect();
         Signature {
             inputs,
             scalars: self.params.clone(),
@@ -81,6 +86,7 @@ impl LoweredKernel {
             output_dtype: self.output.dtype,
             output_extents: self.output.extents.clone(),
             input_regions,
+            output_region,
         }
     }
 }

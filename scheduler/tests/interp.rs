@@ -37,6 +37,7 @@ fn kernel(inputs: Vec<BufferArg>, output: BufferArg, sizes: &[&str], body: Stmt)
         output,
         sizes: sizes.iter().map(|s| s.to_string()).collect(),
         input_regions: vec![],
+        output_region: vec![],
         body,
     }
 }

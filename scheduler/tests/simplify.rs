@@ -838,6 +838,7 @@ fn kernel(body: Stmt) -> LoweredKernel {
         output: arg("out"),
         sizes: vec![],
         input_regions: vec![],
+        output_region: vec![],
         body,
     }
 }

@@ -90,6 +90,7 @@ pub fn lower(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel, 
     let s = realize::realize_functions(&inlined, &plan)?;
     log.log("realization and bounds inference", &s);
     let input_regions = input_regions(&inlined, &s)?;
+    let output_region = output_region(&inlined, &s)?;
     let s = loop_nest::strip_bounds_hints(&s);
     log.log("stripping bounds hints", &s);
     let s = flatten::flatten(&s, &inlined);
@@ -106,7 +107,8 @@ pub fn lower(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel, 
     log.log("lane-loop interchange", &s);
     let s = vector_accumulators::vector_accumulators(&s);
     log.log("vector accumulators", &s);
-    let kernel = kernel_signature(&inlined, input_regions, s);
+    let mut kernel = kernel_signature(&inlined, input_regions, s);
+    kernel.output_region = output_region;
     verify::verify(&kernel).map_err(LowerError::Verify)?;
     Ok(kernel)
 }
@@ -139,7 +141,8 @@ pub fn specialize(
         for input in &mut out.inputs {
             input.extents = input.extents.iter().map(sub).collect();
         }
-        for (_, region) in &mut out.input_regions {
+        let regions = out.input_regions.iter_mut().map(|(_, region)| region);
+        for region in regions.chain([&mut out.output_region]) {
             for r in region.iter_mut() {
                 *r = Range {
                     min: sub(&r.min),
@@ -171,32 +174,78 @@ fn input_regions(pipeline: &Pipeline, s: &Stmt) -> Result<Vec<(String, Vec<Range
         let InputKind::Buffer { shape, .. } = &input.kind else {
             continue;
         };
-        let ranges = match bounds::access_bounds(s, &input.name) {
-            None => shape
-                .iter()
-                .map(|_| Range {
-                    min: Expr::int(0),
-                    extent: Expr::int(0),
-                })
-                .collect(),
-            Some(t) => {
-                let mut ranges = Vec::new();
-                for (dim, i) in t.iter().enumerate() {
-                    let (Some(min), Some(max)) = (i.min.clone(), i.max.clone()) else {
-                        return Err(LowerError::Unbounded {
-                            func: input.name.clone(),
-                            dim,
-                        });
-                    };
-                    let extent = bounds::fold_add(bounds::fold_sub(max, min.clone()), Expr::int(1));
-                    ranges.push(Range { min, extent });
-                }
-                ranges
-            }
+        let empty = Range {
+            min: Expr::int(0),
+            extent: Expr::int(0),
         };
+        let ranges = accessed_box(s, &input.name)?.unwrap_or_else(|| vec![empty; shape.len()]);
         regions.push((input.name.clone(), ranges));
     }
     Ok(regions)
+}
+
+/// The box of the output that the statement reads and writes, as expressions of the sizes. A
+/// data-dependent index spans its type's range (refused unless clamped, as the reference
+/// refuses it); a dimension whose bounds cannot be expressed is the declared extent.
+fn output_region(pipeline: &Pipeline, s: &Stmt) -> Result<Vec<Range>, LowerError> {
+    let name = &pipeline.output.name;
+    let Some(b) = bounds::access_bounds(s, name) else {
+        return Ok(Vec::new());
+    };
+    let mut ranges = Vec::new();
+    for (dim, i) in b.iter().enumerate() {
+        let range = match (i.min.clone(), i.max.clone()) {
+            (Some(min), Some(max)) if !reads_memory(&min) && !reads_memory(&max) => {
+                let extent = bounds::fold_add(bounds::fold_sub(max, min.clone()), Expr::int(1));
+                Range { min, extent }
+            }
+            // Unknown: the whole declared extent (always inside, so nothing is refused).
+            _ => Range {
+                min: Expr::int(0),
+                extent: pipeline_output_extent(pipeline, dim),
+            },
+        };
+        ranges.push(range);
+    }
+    Ok(ranges)
+}
+
+fn reads_memory(e: &Expr) -> bool {
+    let mut found = false;
+    e.for_each(&mut |x| found |= matches!(x, Expr::Call { .. } | Expr::Load { .. }));
+    found
+}
+
+fn pipeline_output_extent(pipeline: &Pipeline, dim: usize) -> Expr {
+    let conv = loop_nest::Converter {
+        pipeline,
+        func: &pipeline.output.name,
+        stage: 0,
+    };
+    pipeline
+        .output
+        .extents
+        .get(dim)
+        .map_or(Expr::int(0), |e| conv.expr(e))
+}
+
+/// The box of every access of `name` in `s` as ranges, `None` if `s` never accesses it.
+fn accessed_box(s: &Stmt, name: &str) -> Result<Option<Vec<Range>>, LowerError> {
+    let Some(b) = bounds::access_bounds(s, name) else {
+        return Ok(None);
+    };
+    let mut ranges = Vec::new();
+    for (dim, i) in b.iter().enumerate() {
+        let (Some(min), Some(max)) = (i.min.clone(), i.max.clone()) else {
+            return Err(LowerError::Unbounded {
+                func: name.to_string(),
+                dim,
+            });
+        };
+        let extent = bounds::fold_add(bounds::fold_sub(max, min.clone()), Expr::int(1));
+        ranges.push(Range { min, extent });
+    }
+    Ok(Some(ranges))
 }
 
 fn kernel_signature(
@@ -237,6 +286,7 @@ fn kernel_signature(
         },
         sizes: pipeline.size_vars(),
         input_regions,
+        output_region: Vec::new(),
         body,
     }
 }
