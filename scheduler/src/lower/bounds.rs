@@ -359,42 +359,77 @@ fn fold_div(a: Expr, c: i64) -> Expr {
     }
 }
 
-/// `min(a, b)`, or whichever of `x + c1`, `x + c2` is smaller (also inside a nested `min`).
+/// `min(a, b)`, or whichever of `x + c1`, `x + c2` is smaller (also inside a nested `min`,
+/// on either side, with a constant added to it).
 pub fn fold_min(a: Expr, b: Expr) -> Expr {
-    let ((ba, ca), (bb, cb)) = (split_const(&a), split_const(&b));
-    if ba == bb {
-        return join_const(ba, ca.min(cb));
-    }
-    if let Expr::Intrinsic(Intrinsic::Min, args) = &a {
-        if let [x, y] = args.as_slice() {
-            if split_const(x).0 == bb {
-                return fold_min(fold_min(x.clone(), b), y.clone());
-            }
-            if split_const(y).0 == bb {
-                return fold_min(x.clone(), fold_min(y.clone(), b));
-            }
-        }
-    }
-    Expr::min(a, b)
+    fold_extreme(Intrinsic::Min, a, b)
 }
 
-/// `max(a, b)`, or whichever of `x + c1`, `x + c2` is larger (also inside a nested `max`).
+/// `max(a, b)`, or whichever of `x + c1`, `x + c2` is larger (also inside a nested `max`,
+/// on either side, with a constant added to it).
 pub fn fold_max(a: Expr, b: Expr) -> Expr {
+    fold_extreme(Intrinsic::Max, a, b)
+}
+
+/// `op(a, b)` for `op` `min` or `max`, folded as `fold_min` and `fold_max` say.
+fn fold_extreme(op: Intrinsic, a: Expr, b: Expr) -> Expr {
+    let pick = |x: i64, y: i64| {
+        if op == Intrinsic::Min {
+            x.min(y)
+        } else {
+            x.max(y)
+        }
+    };
     let ((ba, ca), (bb, cb)) = (split_const(&a), split_const(&b));
     if ba == bb {
-        return join_const(ba, ca.max(cb));
+        return join_const(ba, pick(ca, cb));
     }
-    if let Expr::Intrinsic(Intrinsic::Max, args) = &a {
-        if let [x, y] = args.as_slice() {
-            if split_const(x).0 == bb {
-                return fold_max(fold_max(x.clone(), b), y.clone());
-            }
-            if split_const(y).0 == bb {
-                return fold_max(x.clone(), fold_max(y.clone(), b));
-            }
+    for (nested, other) in [(&a, &b), (&b, &a)] {
+        if absorbs(op, other, nested) {
+            return other.clone();
+        }
+        let Some([x, y]) = extreme_args(op, nested) else {
+            continue;
+        };
+        let other_base = split_const(other).0;
+        if split_const(&x).0 == other_base {
+            return fold_extreme(op, fold_extreme(op, x, other.clone()), y);
+        }
+        if split_const(&y).0 == other_base {
+            return fold_extreme(op, x, fold_extreme(op, y, other.clone()));
         }
     }
-    Expr::max(a, b)
+    Expr::Intrinsic(op, vec![a, b])
+}
+
+/// Whether `op(kept, other) == kept` by absorption: `max(x + c, min(x, y) + d)` with `c >= d`
+/// is `x + c` (and `min` of a `max` the same way round).
+fn absorbs(op: Intrinsic, kept: &Expr, other: &Expr) -> bool {
+    let dual = if op == Intrinsic::Min {
+        Intrinsic::Max
+    } else {
+        Intrinsic::Min
+    };
+    let Some(args) = extreme_args(dual, other) else {
+        return false;
+    };
+    let (base, c) = split_const(kept);
+    args.iter().any(|arg| {
+        let (arg_base, d) = split_const(arg);
+        arg_base == base && if op == Intrinsic::Min { c <= d } else { c >= d }
+    })
+}
+
+/// The arguments of `e` when it is `op(x, y)` or `op(x, y) + c` (as `op(x + c, y + c)`).
+fn extreme_args(op: Intrinsic, e: &Expr) -> Option<[Expr; 2]> {
+    let (base, c) = split_const(e);
+    match base? {
+        Expr::Intrinsic(o, args) if o == op && args.len() == 2 => Some([
+            fold_add(args[0].clone(), Expr::int(c as i32)),
+            fold_add(args[1].clone(), Expr::int(c as i32)),
+        ]),
+        _ => None,
+    }
 }
 
 /// The interval of a loop variable running over `min .. min + extent`; an extent written
@@ -491,7 +526,7 @@ fn stmt_box(s: &Stmt, func: &str) -> Option<Vec<Interval>> {
             then_case,
             else_case,
         } => {
-            let then_box = map_box(stmt_box(then_case, func), &|e| refine(e, cond));
+            let then_box = stmt_box(then_case, func).map(|b| guarded(&b, cond));
             union_boxes(then_box, else_case.as_ref().and_then(|e| stmt_box(e, func)))
         }
         Stmt::Provide { func: f, args, .. } if f == func => {
@@ -543,6 +578,24 @@ pub fn substitute(e: &Expr, name: &str, value: &Expr) -> Expr {
         },
         other => other.map_children(&mut |c| substitute(c, name, value)),
     }
+}
+
+/// A box inside `if (cond)`: each end both as it is and with `cond` rewriting its variables
+/// (`refine`), the tighter of the two once bounded. Both are the access's value wherever the
+/// guard holds, but only the unrewritten end keeps a variable's lower bound: `min(v, e - 1)`
+/// lies below `v`'s range when `e` does, and then the guard never holds. Without this, the
+/// empty split reduction domain of a scan `for (r in 1..N) p(r) = p(r - 1) ..` at `N = 1`
+/// made `r` range down to `0`, so `p` and what its pure definition reads grew to `-1`.
+fn guarded(b: &[Interval], cond: &Expr) -> Vec<Interval> {
+    let end = |e: &Option<Expr>, tighter: fn(Expr, Expr) -> Expr| {
+        e.as_ref().map(|e| tighter(refine(e, cond), e.clone()))
+    };
+    b.iter()
+        .map(|i| Interval {
+            min: end(&i.min, fold_max),
+            max: end(&i.max, fold_min),
+        })
+        .collect()
 }
 
 /// Inside `if (cond)`, each conjunct `v < e` means `v` equals `min(v, e - 1)`.
