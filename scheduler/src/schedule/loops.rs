@@ -5,11 +5,15 @@
 //! The starting loops are the definition's variables: for a pure definition `f(x, y)` the loops
 //! `x, y` (`y` innermost); for an update, its pure variables (those bare in its target) then its
 //! reduction variables in declaration order.
+//!
+//! An update that reads its own function at other points (a scan, an IIR filter) fixes the order
+//! of some loops: a loop is independent, free to move, run in parallel or as vectors, only when
+//! its iterations touch disjoint elements of the function (see `UpdateFreedom`).
 
 use super::validate::{Rule, ScheduleError};
 use super::{Directive, StageRef, TailStrategy};
 use crate::ir::ForKind;
-use strata_dsl::ir::{Expr, Func, Update, UpdateOp};
+use strata_dsl::ir::{CallTarget, Expr, Func, Pipeline, Update, UpdateOp};
 
 /// The largest vector width a directive may ask for (an unroll factor may be 4 times more).
 pub const MAX_LANES: i64 = 64;
@@ -35,6 +39,10 @@ pub struct Dim {
     pub kind: ForKind,
     /// False when the loop runs over (part of) a reduction variable.
     pub pure: bool,
+    /// The loop's iterations touch disjoint elements of the function, so it may move across
+    /// any loop, run in parallel or as vectors: every loop of a pure definition, and an update's
+    /// pure loops over variables in `UpdateFreedom::independent_vars`.
+    pub independent: bool,
     /// The loop's extent when the schedule alone fixes it (the inner loop of a split).
     pub const_extent: Option<i64>,
 }
@@ -77,11 +85,15 @@ impl StageLoops {
 }
 
 /// What an update allows a schedule to change about its order of evaluation.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct UpdateFreedom {
-    /// Each target element is computed from itself only: pure loops may run in any order, in
-    /// parallel or as vectors.
-    pub independent_elements: bool,
+    /// The pure variables whose loops carry no dependence: every access of the function in the
+    /// update (its target and each read) has the variable bare in its own position, so
+    /// iterations at different values of it touch disjoint elements. In an IIR filter
+    /// `out(r, x) = .. out(r - 1, x)` that is `x`; `out(r, x) = out(r - 1, x + 1)` has none.
+    /// None either when a function the update calls reads this one (a lifted reduction over
+    /// it, computed inside the update's loops, reads elements the update does not name).
+    pub independent_vars: Vec<String>,
     /// The combination is associative and commutative: reduction loops may be reordered.
     pub reorderable_reduction: bool,
     /// A reduction loop may be vectorized (Halide's `atomic().vectorize()`): the update folds
@@ -96,12 +108,14 @@ pub struct UpdateFreedom {
 pub fn original_dims(
     func: &Func,
     stage: usize,
+    freedom: &UpdateFreedom,
     const_rvar_extent: &dyn Fn(&Expr, &Expr) -> Option<i64>,
 ) -> Vec<Dim> {
     let dim = |name: &str, pure: bool, const_extent| Dim {
         name: name.to_string(),
         kind: ForKind::Serial,
         pure,
+        independent: pure && freedom.independent_vars.iter().any(|v| v == name),
         const_extent,
     };
     let Some(update) = stage.checked_sub(1).and_then(|i| func.updates.get(i)) else {
@@ -123,21 +137,21 @@ pub fn original_dims(
     dims
 }
 
+/// A pure definition's loops are all independent.
+fn pure_freedom(func: &Func) -> UpdateFreedom {
+    UpdateFreedom {
+        independent_vars: func.vars.clone(),
+        reorderable_reduction: true,
+        vectorizable_reduction: false,
+    }
+}
+
 /// What the update lets a schedule reorder (see `UpdateFreedom`).
-pub fn update_freedom(func: &Func, update: &Update) -> UpdateFreedom {
-    let mut reads_other = false;
-    let mut reads_target = false;
-    update.value.for_each(&mut |e| {
-        if let Expr::Call(call) = e {
-            if call.name == func.name {
-                if call.args == update.args {
-                    reads_target = true;
-                } else {
-                    reads_other = true;
-                }
-            }
-        }
-    });
+pub fn update_freedom(pipeline: &Pipeline, func: &Func, update: &Update) -> UpdateFreedom {
+    let reads = self_reads(func, update);
+    let hidden_reads = reads_through_others(pipeline, func, update);
+    let reads_target = reads.iter().any(|args| *args == update.args);
+    let reads_other = hidden_reads || reads.iter().any(|args| *args != update.args);
     let combines = match update.op {
         UpdateOp::Add | UpdateOp::Sub | UpdateOp::Mul => !reads_target,
         UpdateOp::Assign => is_min_max_fold(func, update),
@@ -151,11 +165,79 @@ pub fn update_freedom(func: &Func, update: &Update) -> UpdateFreedom {
         UpdateOp::Sub => false,
         UpdateOp::Assign => is_min_max_fold(func, update) && target_first(func, update),
     };
+    let bare_everywhere = |(position, var): &(usize, &String)| {
+        reads
+            .iter()
+            .all(|args| matches!(args.get(*position), Some(Expr::Var(n)) if n == *var))
+    };
+    let independent_vars = if hidden_reads {
+        Vec::new()
+    } else {
+        pure_positions(func, update)
+            .filter(bare_everywhere)
+            .map(|(_, var)| var.clone())
+            .collect()
+    };
     UpdateFreedom {
-        independent_elements: !reads_other,
+        independent_vars,
         reorderable_reduction: !reads_other && combines,
         vectorizable_reduction: !reads_other && fixed_target && folds,
     }
+}
+
+/// The update's pure variables with their positions: those bare in their own place in the target.
+fn pure_positions<'a>(
+    func: &'a Func,
+    update: &'a Update,
+) -> impl Iterator<Item = (usize, &'a String)> + 'a {
+    func.vars
+        .iter()
+        .zip(&update.args)
+        .enumerate()
+        .filter(|(_, (v, a))| matches!(a, Expr::Var(n) if n == *v))
+        .map(|(position, (v, _))| (position, v))
+}
+
+/// The arguments of each call of `func` in the update (in its value or its target's indices).
+fn self_reads(func: &Func, update: &Update) -> Vec<Vec<Expr>> {
+    let mut reads = Vec::new();
+    for e in update.args.iter().chain([&update.value]) {
+        e.for_each(&mut |e| {
+            if let Expr::Call(call) = e {
+                if call.target == CallTarget::Func && call.name == func.name {
+                    reads.push(call.args.clone());
+                }
+            }
+        });
+    }
+    reads
+}
+
+/// Whether a function the update calls reads `func`, directly or through other functions.
+fn reads_through_others(pipeline: &Pipeline, func: &Func, update: &Update) -> bool {
+    let mut pending = Vec::new();
+    for e in update.args.iter().chain([&update.value]) {
+        e.for_each(&mut |e| {
+            if let Expr::Call(call) = e {
+                if call.target == CallTarget::Func && call.name != func.name {
+                    pending.push(call.name.clone());
+                }
+            }
+        });
+    }
+    let mut seen = vec![func.name.clone()];
+    while let Some(name) = pending.pop() {
+        if seen.contains(&name) {
+            continue;
+        }
+        let callees = pipeline.func(&name).map(Func::callees).unwrap_or_default();
+        if callees.contains(&func.name) {
+            return true;
+        }
+        seen.push(name);
+        pending.extend(callees);
+    }
+    false
 }
 
 /// In `f(args) = max(f(args), e)`, whether `f(args)` is the first argument.
@@ -185,6 +267,7 @@ fn is_min_max_fold(func: &Func, update: &Update) -> bool {
 
 /// Applies a stage's loop directives in order.
 pub fn stage_loops(
+    pipeline: &Pipeline,
     func: &Func,
     stage: StageRef,
     is_output: bool,
@@ -192,15 +275,11 @@ pub fn stage_loops(
     const_rvar_extent: &dyn Fn(&Expr, &Expr) -> Option<i64>,
 ) -> Result<StageLoops, ScheduleError> {
     let index = stage.index();
-    let original = original_dims(func, index, const_rvar_extent);
-    let freedom = match index {
-        0 => UpdateFreedom {
-            independent_elements: true,
-            reorderable_reduction: true,
-            vectorizable_reduction: false,
-        },
-        i => update_freedom(func, &func.updates[i - 1]),
+    let freedom = match index.checked_sub(1).and_then(|i| func.updates.get(i)) {
+        None => pure_freedom(func),
+        Some(update) => update_freedom(pipeline, func, update),
     };
+    let original = original_dims(func, index, &freedom, const_rvar_extent);
     let mut builder = Builder {
         func,
         stage,
@@ -377,12 +456,14 @@ impl Builder<'_> {
             name: outer.to_string(),
             kind: ForKind::Serial,
             pure: old.pure,
+            independent: old.independent,
             const_extent: outer_extent,
         };
         let inner_dim = Dim {
             name: inner.to_string(),
             kind: ForKind::Serial,
             pure: old.pure,
+            independent: old.independent,
             const_extent: inner_extent,
         };
         self.loops.dims.splice(at..=at, [outer_dim, inner_dim]);
@@ -450,6 +531,7 @@ impl Builder<'_> {
             name: fused.to_string(),
             kind: ForKind::Serial,
             pure: od.pure,
+            independent: od.independent && id.independent,
             const_extent,
         };
         self.loops.dims.splice(o..=i, [dim]);
@@ -486,20 +568,18 @@ impl Builder<'_> {
         Ok(())
     }
 
-    /// Reduction loops keep their relative order unless the update's combination is
-    /// associative and commutative; pure loops may cross reduction loops only if each element
-    /// depends on itself alone.
+    /// The loops that carry a dependence keep their relative order: reduction loops (unless the
+    /// update's combination is associative and commutative) and pure loops that are not
+    /// independent. Independent loops touch disjoint elements, so moving them reorders no two
+    /// iterations that touch the same element.
     fn check_reorder_legal(&self, d: &Directive, dims: &[Dim]) -> Result<(), ScheduleError> {
-        let reductions = |ds: &[Dim]| {
+        let ordered = |ds: &[Dim]| {
             ds.iter()
-                .filter(|x| !x.pure)
+                .filter(|x| !x.independent && (x.pure || !self.freedom.reorderable_reduction))
                 .map(|x| x.name.clone())
                 .collect::<Vec<_>>()
         };
-        if !self.freedom.reorderable_reduction && reductions(dims) != reductions(&self.loops.dims) {
-            return Err(self.error(d, Rule::ReorderChangesReduction));
-        }
-        if !self.freedom.independent_elements && dims != self.loops.dims.as_slice() {
+        if ordered(dims) != ordered(&self.loops.dims) {
             return Err(self.error(d, Rule::ReorderChangesReduction));
         }
         Ok(())
@@ -564,7 +644,7 @@ impl Builder<'_> {
             }
             _ => {}
         }
-        let carries = !dim.pure || !self.freedom.independent_elements;
+        let carries = !dim.independent;
         let vector_reduction =
             kind == ForKind::Vectorized && !dim.pure && self.freedom.vectorizable_reduction;
         if carries && !vector_reduction && matches!(kind, ForKind::Vectorized | ForKind::Parallel) {

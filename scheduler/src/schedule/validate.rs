@@ -379,6 +379,7 @@ fn func_stage_loops(
     stages
         .map(|stage| {
             stage_loops(
+                pipeline,
                 func,
                 stage,
                 is_output,
