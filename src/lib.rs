@@ -80,16 +80,22 @@ pub fn compile_tuned(
         .map(|(n, v)| (n.to_string(), (*v).max(0) as usize))
         .collect();
     let key = tuner::tune::tuning_key(pipeline, &shape, threads);
-    let from = match db.winner(&key) {
-        Ok(w) => match scheduler::schedule::text::parse_schedule(&w.measurement.schedule) {
-            Ok(schedule) => TunedFrom::Winner {
-                schedule,
-                median_s: w.measurement.median_s,
-            },
-            Err(e) => TunedFrom::Default {
-                reason: format!("the stored schedule does not parse: {}", e.message),
-            },
-        },
+    // A stored winner whose schedule does not fit the kernel is skipped for the next.
+    let from = match tuner::tune::usable_winner(db, pipeline, &key) {
+        Ok(usable) => {
+            for why in &usable.skipped {
+                eprintln!("warning: {why}");
+            }
+            match usable.found {
+                Some((schedule, w)) => TunedFrom::Winner {
+                    schedule,
+                    median_s: w.measurement.median_s,
+                },
+                None => TunedFrom::Default {
+                    reason: "no stored winner fits the kernel".into(),
+                },
+            }
+        }
         Err(miss) => TunedFrom::Default {
             reason: miss.to_string(),
         },

@@ -1,14 +1,16 @@
 //! `strata tune`, `strata report` and `strata db`: the command line of the tuner and of the
 //! tuning database.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 use strata::tuner::{StrategyKind, TuneOptions, WorkerCommand};
-use strata::tuning_db::{Db, ReportEntry};
+use strata::tuning_db::{printable, short_hash, Db, Measurement, ReportEntry, Run};
 use strata::Pipeline;
 
 /// Settings of `strata tune` beyond the kernel and shape.
@@ -78,7 +80,7 @@ pub fn report(
     json: bool,
     html: Option<&Path>,
 ) -> Result<(), String> {
-    let db = Db::open_existing(db_path).map_err(|e| format!("error: {e}"))?;
+    let db = Db::open_read_only(db_path).map_err(|e| format!("error: {e}"))?;
     let entries = db.report(kernel).map_err(|e| format!("error: {e}"))?;
     if json {
         println!(
@@ -90,7 +92,7 @@ pub fn report(
             "no tuning results in {}{}",
             db_path.display(),
             kernel
-                .map(|k| format!(" for kernel `{k}`"))
+                .map(|k| format!(" for kernel `{}`", printable(k)))
                 .unwrap_or_default()
         );
     } else {
@@ -98,8 +100,9 @@ pub fn report(
     }
     if let Some(path) = html {
         let nests: Vec<String> = entries.iter().map(|e| winner_loop_nest(&db, e)).collect();
-        std::fs::write(path, html_page(&entries, &nests))
-            .map_err(|e| format!("error: cannot write {}: {e}", path.display()))?;
+        let page = html_page(&entries, &nests);
+        db.write_output(path, |out| Ok(out.write_all(page.as_bytes())?))
+            .map_err(|e| format!("error: {e}"))?;
         println!("wrote {}", path.display());
     }
     Ok(())
@@ -126,9 +129,9 @@ fn text_entry(e: &ReportEntry) -> String {
     let _ = writeln!(
         s,
         "kernel {} ({})  shape {}  target {}",
-        e.key.kernel_name,
-        &e.key.kernel_hash[..12.min(e.key.kernel_hash.len())],
-        e.key.shape,
+        printable(&e.key.kernel_name),
+        printable(short_hash(&e.key.kernel_hash)),
+        printable(&e.key.shape),
         e.key.target
     );
     let _ = writeln!(s, "  default schedule: {}", ms(e.default_median_s));
@@ -161,7 +164,7 @@ fn text_entry(e: &ReportEntry) -> String {
             "  winning schedule:\n{}",
             schedule
                 .lines()
-                .map(|l| format!("    {l}"))
+                .map(|l| format!("    {}", printable(l)))
                 .collect::<Vec<_>>()
                 .join("\n")
         );
@@ -182,16 +185,12 @@ fn winner_loop_nest(db: &Db, e: &ReportEntry) -> String {
         return "(the kernel source is not in the database)".into();
     };
     let lowered = (|| {
-        let kernels = strata::parse_kernels(&source, "kernel").map_err(|d| d.to_string())?;
-        let kernel = kernels
-            .iter()
-            .find(|k| k.name == e.key.kernel_name)
-            .ok_or("kernel not found")?;
-        let schedule = strata::scheduler::schedule::text::parse_schedule(
+        let kernel = kernel_of(&source, &e.key.kernel_name, &e.key.kernel_hash)?;
+        let schedule = strata::tuner::tune::checked_schedule(
+            &kernel,
             e.best_schedule.as_deref().unwrap_or(""),
-        )
-        .map_err(|d| d.to_string())?;
-        let lowered = strata::lower(kernel, &schedule).map_err(|err| err.to_string())?;
+        )?;
+        let lowered = strata::lower(&kernel, &schedule).map_err(|err| err.to_string())?;
         let sizes: Vec<(String, i64)> = e
             .key
             .shape
@@ -205,6 +204,24 @@ fn winner_loop_nest(db: &Db, e: &ReportEntry) -> String {
         Ok(k) => k.to_string(),
         Err(err) => format!("(cannot lower the winner: {err})"),
     }
+}
+
+/// The kernel `name` of the source a run recorded, if its hash is `hash`: a record's
+/// schedules are checked against the kernel it says it tuned.
+fn kernel_of(source: &str, name: &str, hash: &str) -> Result<Pipeline, String> {
+    let kernels = strata::parse_kernels(source, "kernel")
+        .map_err(|d| format!("its kernel source does not parse: {d}"))?;
+    let kernel = kernels
+        .into_iter()
+        .find(|k| k.name == name)
+        .ok_or_else(|| format!("its kernel source has no kernel `{name}`"))?;
+    if kernel.hash().to_string() != hash {
+        return Err(format!(
+            "its kernel hash {hash} is not the hash of its kernel source ({})",
+            kernel.hash()
+        ));
+    }
+    Ok(kernel)
 }
 
 /// One self-contained page: per kernel and shape, the best-so-far curve against trials, the
@@ -301,42 +318,65 @@ fn histogram_svg(series: &[(u64, f64)]) -> String {
 }
 
 pub fn export(db_path: &Path, out: Option<&Path>) -> Result<(), String> {
-    let db = Db::open_existing(db_path).map_err(|e| format!("error: {e}"))?;
+    let db = Db::open_read_only(db_path).map_err(|e| format!("error: {e}"))?;
     let n = match out {
-        Some(path) => {
-            let mut file = std::fs::File::create(path)
-                .map_err(|e| format!("error: cannot create {}: {e}", path.display()))?;
-            db.export(&mut file).map_err(|e| format!("error: {e}"))?
-        }
-        None => db
-            .export(&mut std::io::stdout().lock())
-            .map_err(|e| format!("error: {e}"))?,
-    };
+        Some(path) => db.write_output(path, |file| db.export(file)),
+        None => db.export(&mut std::io::stdout().lock()),
+    }
+    .map_err(|e| format!("error: {e}"))?;
     eprintln!("exported {n} records");
     Ok(())
 }
 
+/// Imports an export file; every measurement's schedule must fit the kernel its run
+/// recorded (by source and hash), or nothing is imported.
 pub fn import(db_path: &Path, input: &Path) -> Result<(), String> {
     let db = Db::open(db_path).map_err(|e| format!("error: {e}"))?;
     let file = std::fs::File::open(input)
         .map_err(|e| format!("error: cannot read {}: {e}", input.display()))?;
+    let kernels: RefCell<HashMap<String, Result<Pipeline, String>>> = RefCell::default();
+    let check = |run: &Run, m: &Measurement| {
+        let mut kernels = kernels.borrow_mut();
+        let key = &run.start.key;
+        let kernel = kernels.entry(run.uid.clone()).or_insert_with(|| {
+            kernel_of(&run.start.kernel_source, &key.kernel_name, &key.kernel_hash)
+        });
+        let kernel = kernel.as_ref().map_err(|why| printable(why).into_owned())?;
+        strata::tuner::tune::checked_schedule(kernel, &m.schedule)
+            .map(|_| ())
+            .map_err(|why| printable(&why).into_owned())
+    };
     let n = db
-        .import(&mut std::io::BufReader::new(file))
+        .import_checked(&mut std::io::BufReader::new(file), &check)
         .map_err(|e| format!("error: {e}"))?;
     eprintln!("imported {n} records");
     Ok(())
 }
 
-/// The database's winning schedule for a kernel at a shape on this machine.
+/// The database's best winning schedule for a kernel at a shape on this machine (one that
+/// fits the kernel: others are skipped with a warning), as text; the default schedule,
+/// with a warning, when no stored winner fits.
 pub fn best_schedule(
     db_path: &Path,
     kernel: &Pipeline,
     sizes: &BTreeMap<String, usize>,
     threads: usize,
 ) -> Result<String, String> {
-    let db = Db::open_existing(db_path).map_err(|e| format!("error: {e}"))?;
+    let db = Db::open_read_only(db_path).map_err(|e| format!("error: {e}"))?;
     let key = strata::tuner::tune::tuning_key(kernel, sizes, threads);
-    db.winner(&key)
-        .map(|w| w.measurement.schedule)
-        .map_err(|miss| format!("error: no tuned schedule: {miss}"))
+    let usable = strata::tuner::tune::usable_winner(&db, kernel, &key)
+        .map_err(|miss| format!("error: no tuned schedule: {miss}"))?;
+    for why in &usable.skipped {
+        eprintln!("warning: {why}");
+    }
+    match usable.found {
+        Some((schedule, _)) => Ok(schedule.to_string()),
+        None => {
+            eprintln!(
+                "warning: no stored winner for `{}` fits it: using the default schedule",
+                kernel.name
+            );
+            Ok(String::new())
+        }
+    }
 }

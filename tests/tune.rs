@@ -862,3 +862,665 @@ fn html_report_has_plots_the_winner_and_its_loop_nest() {
         "{html}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Tuning records: nothing lost, nothing trusted blindly.
+
+/// The pids of `pid`'s children (Linux: `/proc/<pid>/task/*/children`).
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|s| {
+            s.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+/// Sends SIGINT to `target` (`-<pgid>` for a process group) with kill(1).
+fn sigint(target: &str) {
+    let status = Command::new("kill")
+        .args(["-INT", "--", target])
+        .status()
+        .expect("kill runs");
+    assert!(status.success(), "kill -INT {target} failed");
+}
+
+/// Polls until `done` holds, failing after `limit`.
+fn wait_until(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Starts a tune whose every search candidate hangs (its default schedule does not), in its
+/// own process group as a terminal's foreground job would be, and waits until its worker is
+/// measuring the first (hanging) candidate. Returns the tuner.
+fn start_hanging_tune(db: &TempDb) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let tuner = tune_command(
+        db.path(),
+        MATMUL,
+        MATMUL_32,
+        &["--trials", "3", "--strategy", "random"],
+    )
+    // Every candidate's text holds a `(`; the default schedule's text is empty.
+    .env("STRATA_WORKER_FAULT", "hang:(")
+    .process_group(0)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("strata tune starts");
+    wait_until(
+        Duration::from_secs(60),
+        "the default schedule's record",
+        || {
+            db.path().exists()
+                && Db::open_existing(db.path())
+                    .and_then(|d| d.measurements(1))
+                    .is_ok_and(|ms| !ms.is_empty())
+        },
+    );
+    // The first candidate is sent at once after the default's record; let it start hanging.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(children(tuner.id()).len(), 1, "one worker");
+    tuner
+}
+
+/// Waits for the tuner, insisting it ends well within the candidate timeout (60 s), and that
+/// it stopped as interrupted; returns its stdout.
+fn finish_interrupted(tuner: std::process::Child) -> String {
+    let start = Instant::now();
+    let out = tuner.wait_with_output().expect("the tuner ends");
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "the tuner took {:?} to stop",
+        start.elapsed()
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}\n{}", stdout, text(&out.stderr));
+    assert!(stdout.contains("stopped: interrupted"), "{stdout}");
+    stdout
+}
+
+/// No measurement of `db` is a crash, and no search candidate was recorded (the only one
+/// measured was interrupted).
+fn assert_interrupted_candidate_unrecorded(db: &Path) {
+    for (_, ms) in runs(db) {
+        for m in &ms {
+            assert!(
+                !matches!(m.status, strata::tuning_db::Status::Crash(_)),
+                "recorded as a crash: {m:?}"
+            );
+        }
+        assert_eq!(search(&ms).len(), 0, "{ms:#?}");
+    }
+}
+
+#[test]
+fn ctrl_c_in_a_terminal_stops_the_tuner_without_recording_a_crash() {
+    let db = TempDb::new("ctrl-c");
+    let tuner = start_hanging_tune(&db);
+    // What a terminal does on Ctrl-C: SIGINT to the foreground process group.
+    sigint(&format!("-{}", tuner.id()));
+    finish_interrupted(tuner);
+    assert_interrupted_candidate_unrecorded(db.path());
+    // The interrupted candidate is measured again by the next run.
+    let out = succeed(&mut tune_command(
+        db.path(),
+        MATMUL,
+        MATMUL_32,
+        &["--trials", "1", "--strategy", "random"],
+    ));
+    assert!(out.contains("stopped: trial budget"), "{out}");
+    let all = runs(db.path());
+    let first_candidate = search(&all[1].1)[0].status.clone();
+    assert_eq!(first_candidate, strata::tuning_db::Status::Ok);
+}
+
+#[test]
+fn a_worker_killed_by_sigint_is_not_recorded_and_the_run_stops() {
+    let db = TempDb::new("worker-sigint");
+    let tuner = start_hanging_tune(&db);
+    let worker = children(tuner.id())[0];
+    sigint(&worker.to_string());
+    finish_interrupted(tuner);
+    assert_interrupted_candidate_unrecorded(db.path());
+}
+
+/// A small tuned matmul database.
+fn tuned_matmul(tag: &str) -> TempDb {
+    let db = TempDb::new(tag);
+    succeed(&mut tune_command(
+        db.path(),
+        MATMUL,
+        MATMUL_32,
+        &["--trials", "3"],
+    ));
+    db
+}
+
+#[test]
+fn outputs_never_overwrite_the_database() {
+    let db = tuned_matmul("outputs");
+    let before = std::fs::read(db.path()).unwrap();
+    let link = db.sibling("link");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(db.path(), &link).unwrap();
+    let companion = |suffix: &str| PathBuf::from(format!("{}{suffix}", db.path().display()));
+    for output in [
+        db.path().to_path_buf(),
+        companion("-wal"),
+        companion("-shm"),
+        companion("-journal"),
+        link.clone(),
+    ] {
+        fail(
+            strata()
+                .args(["db", "export"])
+                .arg(&output)
+                .arg("--db")
+                .arg(db.path()),
+            "it is the tuning database",
+        );
+        fail(
+            strata()
+                .args(["report", "--html"])
+                .arg(&output)
+                .arg("--db")
+                .arg(db.path()),
+            "it is the tuning database",
+        );
+        assert_eq!(std::fs::read(db.path()).unwrap(), before, "{output:?}");
+    }
+    let _ = std::fs::remove_file(&link);
+    assert_eq!(report(db.path()).len(), 1);
+    assert_eq!(integrity(db.path()), "ok");
+}
+
+/// Whether this test runs as root, for whom file permissions do not apply.
+fn running_as_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| text(&o.stdout).trim() == "0")
+}
+
+/// A directory holding a copy of a database, read-only to the reader `reader_command` makes
+/// (the directory too unless `dir_writable`): as root, files stay root's and the reader runs
+/// as `nobody` (setpriv); otherwise they lose their write permissions.
+struct ReadOnlyCopy {
+    dir: PathBuf,
+    db: PathBuf,
+    as_nobody: bool,
+}
+
+impl ReadOnlyCopy {
+    fn new(tag: &str, from: &[u8], dir_writable: bool) -> ReadOnlyCopy {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!(
+            "strata-ro-{tag}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        ));
+        std::fs::create_dir(&dir).unwrap();
+        let db = dir.join("tuning.db");
+        std::fs::write(&db, from).unwrap();
+        let as_nobody = running_as_root();
+        let (dir_mode, file_mode) = match (as_nobody, dir_writable) {
+            (true, true) => (0o777, 0o644),
+            (true, false) => (0o755, 0o644),
+            (false, true) => (0o755, 0o444),
+            (false, false) => (0o555, 0o444),
+        };
+        std::fs::set_permissions(&db, std::fs::Permissions::from_mode(file_mode)).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(dir_mode)).unwrap();
+        ReadOnlyCopy { dir, db, as_nobody }
+    }
+
+    /// `strata <args>` as a reader who may not write the directory or the file.
+    fn reader_command(&self, args: &[&str]) -> Command {
+        let mut cmd = if self.as_nobody {
+            let mut cmd = Command::new("setpriv");
+            cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(env!("CARGO_BIN_EXE_strata"));
+            cmd
+        } else {
+            Command::new(env!("CARGO_BIN_EXE_strata"))
+        };
+        cmd.env_remove("STRATA_WORKER")
+            .env_remove("STRATA_DB")
+            .env("RUST_BACKTRACE", "0")
+            .args(args)
+            .arg("--db")
+            .arg(&self.db);
+        cmd
+    }
+
+    /// The names in the directory.
+    fn listing(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for ReadOnlyCopy {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o755));
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Reads a copy of `db` (made of `bytes`) in a read-only file (and directory unless
+/// `dir_writable`) with report, export and `run --schedule best`: they give what they give
+/// on `db`, and the file is left as it was.
+fn check_readers(db: &TempDb, bytes: &[u8], dir_writable: bool) -> ReadOnlyCopy {
+    let expected_report = report_json(db.path());
+    let expected_export = succeed(strata().args(["db", "export", "--db"]).arg(db.path()));
+    let copy = ReadOnlyCopy::new("read", bytes, dir_writable);
+    assert_eq!(
+        succeed(&mut copy.reader_command(&["report", "--json"])),
+        expected_report
+    );
+    let text_report = succeed(&mut copy.reader_command(&["report"]));
+    assert!(text_report.contains("kernel matmul"), "{text_report}");
+    assert_eq!(
+        succeed(&mut copy.reader_command(&["db", "export"])),
+        expected_export
+    );
+    let kernel = kernel_file(MATMUL);
+    let out = succeed(&mut copy.reader_command(&[
+        "run",
+        &kernel,
+        "--shape",
+        MATMUL_32,
+        "--schedule",
+        "best",
+        "--threads",
+        "1",
+        "--min-time",
+        "0.01",
+        "--json",
+    ]));
+    assert!(out.contains("\"correct\":true"), "{out}");
+    assert_eq!(
+        std::fs::read(&copy.db).unwrap(),
+        bytes,
+        "reading changed the file"
+    );
+    copy
+}
+
+#[test]
+fn reading_works_on_a_read_only_database_in_a_read_only_directory() {
+    let db = tuned_matmul("read-only");
+    let bytes = std::fs::read(db.path()).unwrap();
+    let copy = check_readers(&db, &bytes, false);
+    assert_eq!(copy.listing(), ["tuning.db"], "reading created files");
+}
+
+#[test]
+fn reading_a_read_only_rollback_journal_database_switches_no_mode() {
+    let db = tuned_matmul("read-only-file");
+    let mut bytes = std::fs::read(db.path()).unwrap();
+    // The header's file format versions (offsets 18 and 19): 2 is WAL, 1 the rollback
+    // journal. The tuner closed the file, so every row is in it and no WAL file remains.
+    assert_eq!(bytes[18..20], [2, 2]);
+    bytes[18..20].copy_from_slice(&[1, 1]);
+    let copy = check_readers(&db, &bytes, true);
+    assert_eq!(copy.listing(), ["tuning.db"], "reading created files");
+}
+
+/// Exports `db` and returns its lines as JSON values.
+fn export_lines(db: &Path) -> Vec<serde_json::Value> {
+    let out = succeed(strata().args(["db", "export", "--db"]).arg(db));
+    out.lines()
+        .map(|l| serde_json::from_str(l).expect("JSON lines"))
+        .collect()
+}
+
+/// Writes `lines` as an export file beside `db` and imports it into a fresh database,
+/// which must refuse it with `message` and hold nothing afterwards; returns stderr.
+fn assert_import_refused(db: &TempDb, lines: &[serde_json::Value], message: &str) -> String {
+    let file = db.sibling("jsonl");
+    let body: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::fs::write(&file, body.join("\n") + "\n").unwrap();
+    let fresh = TempDb::new("import-refused");
+    let stderr = fail(
+        strata()
+            .args(["db", "import"])
+            .arg(&file)
+            .arg("--db")
+            .arg(fresh.path()),
+        message,
+    );
+    assert!(runs(fresh.path()).is_empty(), "a refused import added runs");
+    stderr
+}
+
+#[test]
+fn import_refuses_records_it_cannot_trust() {
+    let db = tuned_matmul("import-checks");
+    let lines = export_lines(db.path());
+    let ok_line = lines
+        .iter()
+        .position(|l| {
+            l["record"] == "measurement"
+                && l["measurement"]["status"]["kind"] == "ok"
+                && l["measurement"]["schedule"] != ""
+        })
+        .expect("a timed candidate");
+    let with_measurement = |field: &str, value: serde_json::Value| {
+        let mut changed = lines.clone();
+        changed[ok_line]["measurement"][field] = value;
+        changed
+    };
+    let mut absurd = lines.clone();
+    for field in ["median_s", "min_s", "max_s"] {
+        absurd[ok_line]["measurement"][field] = 1e-15.into();
+    }
+    let stderr = assert_import_refused(&db, &absurd, "more than any CPU reaches");
+    assert!(stderr.contains("GFLOP/s"), "{stderr}");
+    let cases = [
+        (
+            "schedule",
+            "C: vectorize(".into(),
+            "its schedule does not parse",
+        ),
+        (
+            "schedule",
+            "C: vectorize(nosuch)".into(),
+            "its schedule is illegal for `matmul`",
+        ),
+        (
+            "median_s",
+            (-1e-3).into(),
+            "median_s = -0.001 is not a positive time",
+        ),
+        (
+            "median_s",
+            0.0.into(),
+            "median_s = 0 is not a positive time",
+        ),
+        // A NaN time is exported as null.
+        ("median_s", serde_json::Value::Null, "has no median_s"),
+        ("min_s", (-1.0).into(), "min_s = -1 is not a positive time"),
+        (
+            "median_s",
+            1.0.into(),
+            "median_s = 1 is not between min_s and max_s",
+        ),
+    ];
+    for (field, value, message) in cases {
+        let stderr = assert_import_refused(&db, &with_measurement(field, value), message);
+        let line = format!("cannot import line {}: trial", ok_line + 1);
+        assert!(stderr.contains(&line), "{stderr}");
+    }
+    // A run whose kernel source is not the kernel its hash names.
+    let mut changed = lines.clone();
+    let run_line = lines.iter().position(|l| l["record"] == "run").unwrap();
+    let source = changed[run_line]["start"]["kernel_source"]
+        .as_str()
+        .unwrap()
+        .replace("A(i, k) * B(k, j)", "A(i, k) + B(k, j)");
+    changed[run_line]["start"]["kernel_source"] = source.into();
+    assert_import_refused(&db, &changed, "is not the hash of its kernel source");
+    // The untouched export imports.
+    let file = db.sibling("jsonl");
+    let body: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::fs::write(&file, body.join("\n") + "\n").unwrap();
+    let fresh = TempDb::new("import-clean");
+    succeed(
+        strata()
+            .args(["db", "import"])
+            .arg(&file)
+            .arg("--db")
+            .arg(fresh.path()),
+    );
+    assert_eq!(report_json(fresh.path()), report_json(db.path()));
+}
+
+/// Adds to `db` a run like its first, holding re-measured (so preferred) `ok` winners with
+/// these schedules, fastest first, at plausible times faster than anything measured.
+fn add_unusable_winners(db: &Path, schedules: &[&str]) {
+    let db = Db::open_existing(db).unwrap();
+    let (_, first) = db.runs().unwrap().remove(0);
+    let mut start = first.start.clone();
+    start.started_at = "2030-01-01T00:00:00Z".into();
+    let run = db.start_run(&start).unwrap();
+    for (i, schedule) in schedules.iter().enumerate() {
+        let t = 1e-8 * (i + 1) as f64;
+        db.record(
+            run,
+            &Measurement {
+                trial: i as u64,
+                schedule: schedule.to_string(),
+                schedule_hash: format!("unusable-{i}"),
+                status: strata::tuning_db::Status::Ok,
+                median_s: Some(t),
+                min_s: Some(t),
+                max_s: Some(t),
+                runs: 3,
+                settings: "{}".into(),
+                is_default: false,
+                remeasured: true,
+                measured_at: "2030-01-01T00:00:01Z".into(),
+            },
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn an_unusable_winner_is_skipped_for_the_next_one() {
+    let db = tuned_matmul("unusable");
+    let real = report(db.path())[0]
+        .best_schedule
+        .clone()
+        .expect("a winner");
+    add_unusable_winners(db.path(), &["C: vectorize(", "C: vectorize(nosuch)"]);
+    let out = strata()
+        .arg("run")
+        .arg(kernel_file(MATMUL))
+        .args(["--shape", MATMUL_32, "--schedule", "best", "--threads", "1"])
+        .args(["--min-time", "0.01", "--json", "--db"])
+        .arg(db.path())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("warning: skipping the stored winner")
+            .count(),
+        2,
+        "{stderr}"
+    );
+    assert!(stderr.contains("does not parse"), "{stderr}");
+    assert!(stderr.contains("is illegal for `matmul`"), "{stderr}");
+    let value: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(value["schedule"].as_str(), Some(real.as_str()), "{value}");
+
+    // compile_tuned skips them the same way.
+    let source = std::fs::read_to_string(kernel_file(MATMUL)).unwrap();
+    let kernel = strata::parse_kernel(&source, "matmul.strata").unwrap();
+    let store = Db::open_existing(db.path()).unwrap();
+    let sizes = [("M", 32), ("N", 32), ("K", 32)];
+    let (_, from) = strata::compile_tuned(&store, &kernel, &sizes, 1).expect("it compiles");
+    match from {
+        strata::TunedFrom::Winner { schedule, .. } => assert_eq!(schedule.to_string(), real),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn only_unusable_winners_fall_back_to_the_default_schedule() {
+    let db = TempDb::new("all-unusable");
+    let source = std::fs::read_to_string(kernel_file(MATMUL)).unwrap();
+    let kernel = strata::parse_kernel(&source, "matmul.strata").unwrap();
+    let sizes: BTreeMap<String, usize> = [("M", 32), ("N", 32), ("K", 32)]
+        .map(|(n, v)| (n.to_string(), v))
+        .into();
+    {
+        let store = Db::open(db.path()).unwrap();
+        store
+            .start_run(&strata::tuning_db::NewRun {
+                key: strata::tuner::tune::tuning_key(&kernel, &sizes, 1),
+                kernel_source: source.clone(),
+                strata_version: "0.1.0".into(),
+                strategy: "random".into(),
+                seed: 1,
+                budget_trials: Some(1),
+                budget_seconds: None,
+                float_ops: Some(2 * 32 * 32 * 32),
+                bytes: 3 * 32 * 32 * 4,
+                started_at: "2026-01-01T00:00:00Z".into(),
+            })
+            .unwrap();
+    }
+    add_unusable_winners(db.path(), &["C: vectorize(nosuch)"]);
+    let store = Db::open_existing(db.path()).unwrap();
+    let fixed = [("M", 32), ("N", 32), ("K", 32)];
+    let (_, from) = strata::compile_tuned(&store, &kernel, &fixed, 1).expect("it compiles");
+    assert!(
+        matches!(&from, strata::TunedFrom::Default { reason } if reason.contains("no stored winner fits")),
+        "{from:?}"
+    );
+    let out = strata()
+        .arg("run")
+        .arg(kernel_file(MATMUL))
+        .args(["--shape", MATMUL_32, "--schedule", "best", "--threads", "1"])
+        .args(["--min-time", "0.01", "--json", "--db"])
+        .arg(db.path())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("using the default schedule"), "{stderr}");
+    let value: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(value["schedule"].as_str(), Some(""), "{value}");
+}
+
+/// A database with one run of `name`/`hash` (whatever the strings) and one `ok` measurement
+/// of `schedule`, written through the library as an import or another program might have.
+fn database_with(db: &Path, name: &str, hash: &str, cpu_model: &str, schedule: &str) {
+    let store = Db::open(db).unwrap();
+    let key = strata::tuning_db::TuningKey {
+        kernel_hash: hash.into(),
+        kernel_name: name.into(),
+        shape: "M=1".into(),
+        target: strata::tuning_db::Target {
+            cpu_model: cpu_model.into(),
+            features: "avx2".into(),
+            threads: 1,
+        },
+    };
+    let run = store
+        .start_run(&strata::tuning_db::NewRun {
+            key,
+            kernel_source: String::new(),
+            strata_version: "0.1.0".into(),
+            strategy: "random".into(),
+            seed: 1,
+            budget_trials: None,
+            budget_seconds: None,
+            float_ops: None,
+            bytes: 8,
+            started_at: "2026-01-01T00:00:00Z".into(),
+        })
+        .unwrap();
+    store
+        .record(
+            run,
+            &Measurement {
+                trial: 0,
+                schedule: schedule.into(),
+                schedule_hash: "h".into(),
+                status: strata::tuning_db::Status::Ok,
+                median_s: Some(1e-3),
+                min_s: Some(1e-3),
+                max_s: Some(1e-3),
+                runs: 3,
+                settings: "{}".into(),
+                is_default: false,
+                remeasured: false,
+                measured_at: "2026-01-01T00:00:01Z".into(),
+            },
+        )
+        .unwrap();
+}
+
+#[test]
+fn report_survives_a_kernel_hash_with_multibyte_characters() {
+    let db = TempDb::new("multibyte");
+    // 12 bytes in, the cut would fall inside a character.
+    database_with(db.path(), "k", "ab€€€€€€€€€€€€€€", "cpu", "");
+    let out = succeed(strata().args(["report", "--db"]).arg(db.path()));
+    assert!(out.contains("kernel k (ab€€€€€€€€€€)"), "{out}");
+}
+
+#[test]
+fn report_escapes_control_characters_from_the_database() {
+    let db = TempDb::new("escapes");
+    let osc = "\u{1b}]0;owned\u{7}";
+    database_with(
+        db.path(),
+        &format!("k{osc}"),
+        &format!("h{osc}"),
+        "cpu\u{1b}[31m",
+        "C: vectorize(i)\u{1b}[2J\r\u{202e}",
+    );
+    let out = succeed(strata().args(["report", "--db"]).arg(db.path()));
+    for c in ['\u{1b}', '\u{7}', '\r', '\u{202e}'] {
+        assert!(!out.contains(c), "{c:?} printed raw:\n{out:?}");
+    }
+    assert!(out.contains("kernel k\\u{1b}]0;owned\\u{7}"), "{out}");
+    assert!(out.contains("<cpu\\u{1b}[31m,"), "{out}");
+    assert!(
+        out.contains("C: vectorize(i)\\u{1b}[2J\\u{d}\\u{202e}"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_killed_tuners_expected_answer_files_are_removed() {
+    let db = TempDb::new("expected-files");
+    let tmp = db.sibling("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let abandoned = tmp.join("strata-expected-4000000-1.bin");
+    std::fs::write(&abandoned, [0u8; 64]).unwrap();
+    // A living tuner's file: locked.
+    let alive = tmp.join("strata-expected-4000001-1.bin");
+    let held = std::fs::File::create(&alive).unwrap();
+    held.lock().unwrap();
+    let unrelated = tmp.join("strata-expected-notes.txt");
+    std::fs::write(&unrelated, "keep").unwrap();
+    succeed(tune_command(db.path(), MATMUL, MATMUL_32, &["--trials", "1"]).env("TMPDIR", &tmp));
+    let mut left: Vec<String> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    drop(held);
+    let _ = std::fs::remove_dir_all(&tmp);
+    assert_eq!(
+        left,
+        ["strata-expected-4000001-1.bin", "strata-expected-notes.txt"]
+    );
+}

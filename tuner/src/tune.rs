@@ -15,8 +15,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strata_dsl::random::random_args;
 use strata_dsl::Pipeline;
+use strata_scheduler::lower::lift_reductions::lift_reductions;
+use strata_scheduler::schedule::validate::validate;
 use strata_scheduler::Schedule;
-use strata_tuning_db::{Db, DbError, Measurement, NewRun, Status, Target, TuningKey};
+use strata_tuning_db::{
+    printable, Db, DbError, Measurement, Miss, NewRun, Status, Target, TuningKey, Winner,
+};
 
 /// The float tolerance answers are checked with.
 pub const FLOAT_TOLERANCE: f64 = 1e-4;
@@ -36,7 +40,8 @@ pub struct TuneOptions {
     /// Give up on a candidate (and its worker) after this long.
     pub timeout: Duration,
     pub worker: WorkerCommand,
-    /// Set from another thread (Ctrl-C) to stop after the current candidate.
+    /// Set from another thread (Ctrl-C) to stop: the search candidate being measured is
+    /// abandoned (and not recorded), then the best few are re-measured as usual.
     pub stop: Arc<AtomicBool>,
     pub progress: bool,
 }
@@ -201,7 +206,7 @@ pub fn tune(
     let result = session
         .search(pipeline, &key)
         .and_then(|found| session.remeasure_best().map(|()| found));
-    let _ = std::fs::remove_file(&expected_file);
+    drop(expected_file);
     let (stop, default_seconds) = result?;
     db.finish_run(run_id, &stop.to_string(), &now_rfc3339())?;
     let best = db
@@ -223,7 +228,7 @@ fn prepare(
     source: &str,
     sizes: &BTreeMap<String, usize>,
     options: &TuneOptions,
-) -> Result<(Setup, u64, u64, PathBuf), TuneError> {
+) -> Result<(Setup, u64, u64, ExpectedFile), TuneError> {
     let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(options.seed);
     let args = random_args(pipeline, sizes, &mut rng).map_err(TuneError::Setup)?;
     let (expected, work) = strata_dsl::evaluate_counting(pipeline, &args)
@@ -234,28 +239,95 @@ fn prepare(
         .map(|b| b.len() * b.dtype().bytes())
         .sum::<usize>()
         + expected.len() * expected.dtype().bytes();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let path = std::env::temp_dir().join(format!(
-        "strata-expected-{}-{nanos}.bin",
-        std::process::id()
-    ));
-    std::fs::write(&path, expected.to_bytes())
-        .map_err(|e| TuneError::Setup(format!("cannot write {}: {e}", path.display())))?;
+    let file = ExpectedFile::write(&expected.to_bytes()).map_err(TuneError::Setup)?;
     let setup = Setup {
         kernel_source: source.to_string(),
         kernel_name: pipeline.name.clone(),
         sizes: sizes.iter().map(|(k, v)| (k.clone(), *v)).collect(),
         seed: options.seed,
         threads: options.threads,
-        expected_path: path.clone(),
+        expected_path: file.path.clone(),
         expected_dtype: expected.dtype().name().to_string(),
         expected_shape: expected.shape().to_vec(),
         tolerance: FLOAT_TOLERANCE,
         min_time_s: options.min_time.as_secs_f64(),
     };
-    Ok((setup, work.float_ops, bytes as u64, path))
+    Ok((setup, work.float_ops, bytes as u64, file))
+}
+
+/// The reference answer, in a file for the workers to read (`strata-expected-*.bin` in
+/// the temp directory). The tuner holds a lock on it while it lives and removes it when
+/// done; a killed tuner cannot, and its lock dies with it, so the next tuner removes every
+/// such file nobody holds.
+struct ExpectedFile {
+    path: PathBuf,
+    /// Open for the lock's sake.
+    _locked: std::fs::File,
+}
+
+/// The names of expected-answer files: `strata-expected-<pid>-<nanos>.bin`.
+const EXPECTED_PREFIX: &str = "strata-expected-";
+const EXPECTED_SUFFIX: &str = ".bin";
+
+impl ExpectedFile {
+    /// Removes the files killed tuners left, then writes `bytes` to a new locked file.
+    fn write(bytes: &[u8]) -> Result<ExpectedFile, String> {
+        let dir = std::env::temp_dir();
+        remove_abandoned_expected_files(&dir);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let name = format!(
+            "{EXPECTED_PREFIX}{}-{nanos}{EXPECTED_SUFFIX}",
+            std::process::id()
+        );
+        let path = dir.join(&name);
+        // Written under a name the sweep ignores, and locked before it gets its real
+        // name, so another tuner's sweep never sees it unlocked.
+        let partial = dir.join(format!("{name}.part"));
+        let cannot = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+        let mut file = std::fs::File::create_new(&partial).map_err(cannot)?;
+        let written = file
+            .lock()
+            .and_then(|()| std::io::Write::write_all(&mut file, bytes))
+            .and_then(|()| std::fs::rename(&partial, &path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&partial);
+            return Err(cannot(e));
+        }
+        Ok(ExpectedFile {
+            path,
+            _locked: file,
+        })
+    }
+}
+
+impl Drop for ExpectedFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Removes every expected-answer file in `dir` that no living tuner holds locked.
+/// Best effort: a file that cannot be opened or removed (another user's) stays.
+fn remove_abandoned_expected_files(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with(EXPECTED_PREFIX) && name.ends_with(EXPECTED_SUFFIX)) {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(file) = std::fs::File::open(&path) else {
+            continue;
+        };
+        if file.try_lock().is_ok() {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
 
 impl Session<'_> {
@@ -340,7 +412,12 @@ impl Session<'_> {
             schedule: c.schedule.to_string(),
             cutoff_s: cutoff,
         };
-        let outcome = self.run_in_worker(&request);
+        // Ctrl-C abandons a search candidate at once; the final re-measurement runs on.
+        let outcome = self.run_in_worker(&request, !remeasured);
+        if self.interrupted(&outcome) {
+            // Not the candidate's doing: unrecorded, so a resumed run measures it again.
+            return Ok(None);
+        }
         self.trials += u64::from(!is_default && !remeasured);
         let (status, timing) = status_of(&outcome);
         if let Status::Ok = status {
@@ -375,7 +452,20 @@ impl Session<'_> {
         Ok(seconds)
     }
 
-    fn run_in_worker(&mut self, request: &Request) -> Outcome {
+    /// Whether `outcome` says the worker was interrupted rather than the candidate failing:
+    /// it died of SIGINT (the run then stops), or it died while the run was stopping.
+    fn interrupted(&self, outcome: &Outcome) -> bool {
+        match outcome {
+            Outcome::Interrupted(_) => {
+                self.options.stop.store(true, Ordering::SeqCst);
+                true
+            }
+            Outcome::Crash(_) => self.options.stop.load(Ordering::SeqCst),
+            _ => false,
+        }
+    }
+
+    fn run_in_worker(&mut self, request: &Request, interruptible: bool) -> Outcome {
         if self.worker.is_none() {
             match Worker::start(&self.options.worker, &self.setup) {
                 Ok(w) => self.worker = Some(w),
@@ -385,7 +475,8 @@ impl Session<'_> {
         let Some(worker) = self.worker.as_mut() else {
             return Outcome::Crash("no worker".into());
         };
-        match worker.measure(request, self.options.timeout) {
+        let interrupt = interruptible.then_some(&*self.options.stop);
+        match worker.measure(request, self.options.timeout, interrupt) {
             Ok(outcome) => outcome,
             Err(outcome) => {
                 self.worker = None; // it crashed or was killed: the next candidate gets a new one
@@ -493,6 +584,8 @@ fn status_of(outcome: &Outcome) -> (Status, Option<(f64, f64, f64, u32)>) {
         Outcome::WrongAnswer(e) => (Status::WrongAnswer(e.clone()), None),
         Outcome::Crash(e) => (Status::Crash(e.clone()), None),
         Outcome::Timeout(e) => (Status::Timeout(e.clone()), None),
+        // `measure` records no interrupted candidate; kept for completeness.
+        Outcome::Interrupted(e) => (Status::Crash(e.clone()), None),
     }
 }
 
@@ -551,6 +644,59 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// `text` as a schedule of `pipeline`, or why it is not one: it does not parse, or it
+/// breaks a rule for this kernel. A schedule read from a database is checked so before use.
+pub fn checked_schedule(pipeline: &Pipeline, text: &str) -> Result<Schedule, String> {
+    let schedule = strata_scheduler::schedule::text::parse_schedule(text)
+        .map_err(|d| format!("its schedule does not parse: {}", d.message))?;
+    validate(&lift_reductions(pipeline), &schedule)
+        .map_err(|e| format!("its schedule is illegal for `{}`: {e}", pipeline.name))?;
+    Ok(schedule)
+}
+
+/// What [`usable_winner`] found.
+#[derive(Debug)]
+pub struct UsableWinner {
+    /// The best stored winner whose schedule fits the kernel, parsed; `None` when every
+    /// stored winner was skipped.
+    pub found: Option<(Schedule, Winner)>,
+    /// Why each better winner was skipped, best first (for warnings).
+    pub skipped: Vec<String>,
+}
+
+/// The database's best winner for `key` whose schedule fits `pipeline`: one that does not
+/// parse or breaks a rule (an imported or older record) is skipped for the next best.
+/// `Err` when the database has no winner at all (the miss says why).
+// A miss is the cold path of a once-per-kernel lookup: its size does not matter.
+#[allow(clippy::result_large_err)]
+pub fn usable_winner(db: &Db, pipeline: &Pipeline, key: &TuningKey) -> Result<UsableWinner, Miss> {
+    let winners = db.ranked_winners(key)?;
+    if winners.is_empty() {
+        return Err(db.explain_miss(key)?);
+    }
+    let mut skipped = Vec::new();
+    for winner in winners {
+        match checked_schedule(pipeline, &winner.measurement.schedule) {
+            Ok(schedule) => {
+                return Ok(UsableWinner {
+                    found: Some((schedule, winner)),
+                    skipped,
+                })
+            }
+            Err(why) => skipped.push(format!(
+                "skipping the stored winner of run {} (trial {}): {}",
+                winner.run_id,
+                winner.measurement.trial,
+                printable(&why)
+            )),
+        }
+    }
+    Ok(UsableWinner {
+        found: None,
+        skipped,
+    })
 }
 
 /// Where the tuning database is by default: `STRATA_DB`, else `strata.db` here.

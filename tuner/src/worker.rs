@@ -4,7 +4,8 @@
 //! recorded outcome, and the tuner starts a new worker and goes on.
 //!
 //! Any program can be a worker: it calls `run_worker_if_requested()` first thing in `main`, which
-//! takes over when the environment variable `STRATA_WORKER` is set (the `strata` binary does).
+//! takes over when started with the argument `--strata-worker` and the environment variable
+//! `STRATA_WORKER` set, as `Worker::start` does (the `strata` binary calls it).
 //!
 //! For tests, `STRATA_WORKER_FAULT=kind:text[,kind:text]` makes the worker misbehave on
 //! candidates whose schedule text contains `text`: `crash` aborts the process, `hang` loops
@@ -14,15 +15,21 @@ use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 use strata_dsl::random::{agree, random_args};
 use strata_dsl::{Buffer, Dtype, Pipeline};
 
-/// The environment variable that turns a program into a worker.
+/// The environment variable that turns a program into a worker, with `WORKER_ARG`.
 pub const WORKER_ENV: &str = "STRATA_WORKER";
+/// The first argument a worker is started with. Both it and `WORKER_ENV` are needed: a user
+/// who leaves `STRATA_WORKER` in the environment still gets the command they typed.
+pub const WORKER_ARG: &str = "--strata-worker";
 /// The test-only fault switch.
 pub const FAULT_ENV: &str = "STRATA_WORKER_FAULT";
+/// How often a waiting tuner looks at its interrupt flag.
+const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 
 /// What a worker needs once: the kernel, the shape, the inputs' seed, the expected answer.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -70,11 +77,14 @@ pub enum Outcome {
     Crash(String),
     /// No answer within the time limit; the worker was killed.
     Timeout(String),
+    /// The worker was interrupted (SIGINT): nothing is known about the candidate.
+    Interrupted(String),
 }
 
 /// Runs the worker loop and exits, if this process was started as a worker.
 pub fn run_worker_if_requested() {
-    if std::env::var_os(WORKER_ENV).is_none() {
+    let started_as_worker = std::env::args_os().nth(1).is_some_and(|a| a == WORKER_ARG);
+    if std::env::var_os(WORKER_ENV).is_none() || !started_as_worker {
         return;
     }
     let code = match worker_loop() {
@@ -286,11 +296,16 @@ impl Worker {
     /// Starts a worker and sends it the setup.
     pub fn start(command: &WorkerCommand, setup: &Setup) -> Result<Worker, String> {
         let mut cmd = Command::new(&command.program);
-        cmd.args(&command.args)
+        cmd.arg(WORKER_ARG)
+            .args(&command.args)
             .env(WORKER_ENV, "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
+        // Its own process group: Ctrl-C in a terminal signals the tuner's group, and the
+        // tuner, not the worker, decides what an interrupt ends.
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         for (k, v) in &command.env {
             cmd.env(k, v);
         }
@@ -323,41 +338,62 @@ impl Worker {
             .map_err(|e| e.to_string())
     }
 
-    /// Measures one candidate. `Err` means this worker is gone (crashed or killed) and the
-    /// outcome says why; start a new one.
-    pub fn measure(&mut self, request: &Request, timeout: Duration) -> Result<Outcome, Outcome> {
+    /// Measures one candidate. `Err` means this worker is gone (crashed, killed, or
+    /// abandoned because `interrupt` was set) and the outcome says why; start a new one.
+    pub fn measure(
+        &mut self,
+        request: &Request,
+        timeout: Duration,
+        interrupt: Option<&AtomicBool>,
+    ) -> Result<Outcome, Outcome> {
         let line =
             serde_json::to_string(request).map_err(|e| Outcome::CompileError(e.to_string()))?;
         if self.send(&line).is_err() {
-            return Err(Outcome::Crash(self.exit_status()));
+            return Err(self.death());
         }
-        match self.answers.recv_timeout(timeout) {
-            Ok(answer) => serde_json::from_str(&answer)
-                .map_err(|e| Outcome::Crash(format!("garbled answer: {e}"))),
-            Err(RecvTimeoutError::Timeout) => {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                Err(Outcome::Timeout(format!(
-                    "no answer within {:.1} s",
-                    timeout.as_secs_f64()
-                )))
+        let deadline = Instant::now() + timeout;
+        loop {
+            if interrupt.is_some_and(|i| i.load(Ordering::SeqCst)) {
+                self.kill();
+                return Err(Outcome::Interrupted("the tuner was interrupted".into()));
             }
-            Err(RecvTimeoutError::Disconnected) => Err(Outcome::Crash(self.exit_status())),
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.answers.recv_timeout(left.min(INTERRUPT_POLL)) {
+                Ok(answer) => {
+                    return serde_json::from_str(&answer)
+                        .map_err(|e| Outcome::Crash(format!("garbled answer: {e}")))
+                }
+                Err(RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    self.kill();
+                    return Err(Outcome::Timeout(format!(
+                        "no answer within {:.1} s",
+                        timeout.as_secs_f64()
+                    )));
+                }
+                Err(RecvTimeoutError::Disconnected) => return Err(self.death()),
+            }
         }
     }
 
-    fn exit_status(&mut self) -> String {
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Why the worker is gone: an interrupt, or a crash (the candidate's doing).
+    fn death(&mut self) -> Outcome {
         match self.child.wait() {
-            Ok(status) => describe_exit(status),
-            Err(e) => e.to_string(),
+            Ok(status) if is_interrupt(status) => Outcome::Interrupted(describe_exit(status)),
+            Ok(status) => Outcome::Crash(describe_exit(status)),
+            Err(e) => Outcome::Crash(e.to_string()),
         }
     }
 }
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
     }
 }
 
@@ -373,4 +409,18 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
 #[cfg(not(unix))]
 fn describe_exit(status: std::process::ExitStatus) -> String {
     format!("exited with {status}")
+}
+
+/// Whether the process died of SIGINT.
+#[cfg(unix)]
+fn is_interrupt(status: std::process::ExitStatus) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    /// SIGINT's number, the same on every Unix.
+    const SIGINT: i32 = 2;
+    status.signal() == Some(SIGINT)
+}
+
+#[cfg(not(unix))]
+fn is_interrupt(_status: std::process::ExitStatus) -> bool {
+    false
 }

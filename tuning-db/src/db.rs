@@ -77,13 +77,67 @@ impl Db {
     }
 
     /// Opens the database at `path` with explicit options.
+    ///
+    /// Everything that could refuse the file (foreign, newer, inconsistent version,
+    /// damaged b-trees) is checked before anything is written, so a refused file is
+    /// left as it was.
     pub fn open_with(path: &Path, options: &OpenOptions) -> Result<Db, DbError> {
         check_path(path, options.create)?;
         let db = Db::connect(path, options)?;
         let kind = db.read(schema::classify)?;
         db.refuse_unless_ours(&kind)?;
+        db.refuse_if_damaged()?;
         db.prepare_schema()?;
         Ok(db)
+    }
+
+    /// Opens an existing database for reading only (`report`, `export`, winner lookups).
+    ///
+    /// Writes nothing and switches no mode, so it works on a read-only file or in a
+    /// read-only directory. Writing through the returned `Db` fails. A file this build
+    /// would have to set up or migrate first is [`DbError::NotReady`].
+    pub fn open_read_only(path: &Path) -> Result<Db, DbError> {
+        check_path(path, false)?;
+        match Db::open_reader(path, false) {
+            // A WAL database in a directory we cannot write: SQLite cannot create the
+            // shared-memory index ("cannot open" or "read-only"). With no WAL file beside
+            // it, every committed row is in the main file, and nobody can start one here,
+            // so it is safe to read as immutable (without locks).
+            Err(e) if needs_immutable(&e) && !has_wal(path) => Db::open_reader(path, true),
+            result => result,
+        }
+        .map_err(|e| map_error(path, DEFAULT_BUSY_TIMEOUT, e))?
+    }
+
+    /// Connects read-only and classifies the file; the outer `Result` holds SQLite's
+    /// errors unmapped so [`Db::open_read_only`] can retry.
+    fn open_reader(path: &Path, immutable: bool) -> rusqlite::Result<Result<Db, DbError>> {
+        let conn = if immutable {
+            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_URI;
+            let uri = immutable_uri(path).ok_or_else(|| cannot_open(path))?;
+            Connection::open_with_flags(uri, flags)?
+        } else {
+            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            Connection::open_with_flags(path, flags)?
+        };
+        conn.busy_timeout(DEFAULT_BUSY_TIMEOUT)?;
+        let kind = {
+            let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Deferred)?;
+            let kind = schema::classify(&tx)?;
+            tx.commit()?;
+            kind
+        };
+        let db = Db {
+            conn,
+            path: path.to_path_buf(),
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
+        };
+        Ok(db
+            .refuse_unless_ours(&kind)
+            .and_then(|()| db.refuse_unless_ready(&kind))
+            .map(|()| db))
     }
 
     /// The database file's path.
@@ -110,10 +164,18 @@ impl Db {
         })
     }
 
-    /// Fails for a foreign file or a newer schema; fine for an empty or strata file.
+    /// Fails for a foreign file, a newer schema or a version no strata writes; fine
+    /// for an empty or strata file.
     fn refuse_unless_ours(&self, kind: &FileKind) -> Result<(), DbError> {
         match kind {
             FileKind::Empty => Ok(()),
+            // The application id is set in the transaction that creates the tables and
+            // sets the version to 1 or more: version 0 (or less) with it means the meta
+            // table was altered, and migrating "from 0" would build on unknown tables.
+            FileKind::Strata(v) if *v < 1 => Err(DbError::Corrupt {
+                path: self.path.clone(),
+                detail: format!("it has strata's application id and tables but schema version {v}"),
+            }),
             FileKind::Strata(v) if *v > SCHEMA_VERSION => Err(DbError::NewerSchema {
                 path: self.path.clone(),
                 found: *v,
@@ -125,6 +187,37 @@ impl Db {
                 detail: detail.clone(),
             }),
         }
+    }
+
+    /// A reader cannot set up or migrate a file: fails unless it is at this schema version.
+    fn refuse_unless_ready(&self, kind: &FileKind) -> Result<(), DbError> {
+        let why = match kind {
+            FileKind::Strata(v) if *v == SCHEMA_VERSION => return Ok(()),
+            FileKind::Strata(v) => format!("has schema version {v}, older than {SCHEMA_VERSION}"),
+            _ => "is empty".to_string(),
+        };
+        Err(DbError::NotReady {
+            path: self.path.clone(),
+            why,
+        })
+    }
+
+    /// `PRAGMA quick_check` before the first write: a writer must not add rows to
+    /// damaged b-trees (a broken index would take the new rows' damage further).
+    fn refuse_if_damaged(&self) -> Result<(), DbError> {
+        let findings = self.read(|conn| {
+            let mut stmt = conn.prepare("PRAGMA quick_check")?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+            rows.collect::<rusqlite::Result<Vec<String>>>()
+        })?;
+        if findings.len() == 1 && findings[0] == "ok" {
+            return Ok(());
+        }
+        let shown: Vec<&str> = findings.iter().take(3).map(String::as_str).collect();
+        Err(DbError::Corrupt {
+            path: self.path.clone(),
+            detail: format!("PRAGMA quick_check found: {}", shown.join("; ")),
+        })
     }
 
     /// Switches to WAL and durable commits, then migrates under the write lock.
@@ -231,6 +324,49 @@ fn check_path(path: &Path, create: bool) -> Result<(), DbError> {
         }
         _ => Ok(()),
     }
+}
+
+/// Whether `e` is how SQLite refuses to read a WAL database it cannot write beside.
+fn needs_immutable(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly)
+    )
+}
+
+/// Whether a WAL file lies beside the database (its rows are not all in the main file).
+fn has_wal(path: &Path) -> bool {
+    companion(path, "-wal").exists()
+}
+
+/// `path` with SQLite's companion suffix (`-wal`, `-shm`, `-journal`) appended.
+pub(crate) fn companion(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// A `file:` URI opening `path` as immutable; `None` for a path that is not UTF-8.
+fn immutable_uri(path: &Path) -> Option<String> {
+    let mut uri = String::from("file:");
+    for c in path.to_str()?.chars() {
+        // The characters a URI filename gives a meaning to, and ASCII controls.
+        if matches!(c, '%' | '?' | '#') || c.is_ascii_control() {
+            uri.push_str(&format!("%{:02X}", c as u32));
+        } else {
+            uri.push(c);
+        }
+    }
+    uri.push_str("?immutable=1");
+    Some(uri)
+}
+
+/// SQLite's "cannot open" error, for a path that cannot be written as a URI.
+fn cannot_open(path: &Path) -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+        Some(format!("cannot open {} read-only", path.display())),
+    )
 }
 
 /// Whether `e` is SQLite's "busy" or "locked".

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::model::Target;
+use crate::printable::printable;
 
 /// Everything that can go wrong while opening, reading or writing a tuning database.
 ///
@@ -64,6 +65,35 @@ pub enum DbError {
         found: i64,
         /// The newest schema version this build knows.
         supported: i64,
+    },
+
+    /// A reader found a file it would have to set up or migrate first (reading never writes).
+    #[error("tuning database {path} {why}; a command that writes to it (strata tune, strata db import) sets it up")]
+    NotReady {
+        /// The file.
+        path: PathBuf,
+        /// What it lacks.
+        why: String,
+    },
+
+    /// An output file (an export, a report) would overwrite the database or one of its
+    /// `-wal`, `-shm` or `-journal` files.
+    #[error("refusing to write {output}: it is the tuning database {path} or one of its files")]
+    OutputIsDatabase {
+        /// The database.
+        path: PathBuf,
+        /// The output path asked for.
+        output: PathBuf,
+    },
+
+    /// Writing an output file failed; the file was left as it was.
+    #[error("cannot write {path}: {source}")]
+    Output {
+        /// The output file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
     },
 
     /// Another connection held the database's write lock for longer than the busy timeout.
@@ -144,8 +174,9 @@ pub enum DbError {
 pub enum Miss {
     /// No run in the database has this kernel hash.
     #[error(
-        "no tuning for kernel `{kernel_name}` (hash {}){}",
-        short_hash(kernel_hash),
+        "no tuning for kernel `{}` (hash {}){}",
+        printable(kernel_name),
+        printable(short_hash(kernel_hash)),
         other_hashes_note(kernel_name, other_hashes)
     )]
     Kernel {
@@ -158,7 +189,7 @@ pub enum Miss {
     },
 
     /// The kernel was tuned, but never for this shape (on any target).
-    #[error("kernel `{kernel_name}` is not tuned for shape {shape}; tuned only for shapes: {}", tuned_shapes.join("; "))]
+    #[error("kernel `{}` is not tuned for shape {}; tuned only for shapes: {}", printable(kernel_name), printable(shape), printable(&tuned_shapes.join("; ")))]
     Shape {
         /// The kernel's name.
         kernel_name: String,
@@ -169,7 +200,12 @@ pub enum Miss {
     },
 
     /// The kernel was tuned for this shape, but never on this target.
-    #[error("kernel `{kernel_name}` at shape {shape} is not tuned for target {target}; tuned only for targets: {}", join_targets(tuned_targets))]
+    #[error(
+        "kernel `{}` at shape {} is not tuned for target {target}; tuned only for targets: {}",
+        printable(kernel_name),
+        printable(shape),
+        join_targets(tuned_targets)
+    )]
     Target {
         /// The kernel's name.
         kernel_name: String,
@@ -182,7 +218,7 @@ pub enum Miss {
     },
 
     /// The exact key was tuned but no candidate measured successfully.
-    #[error("kernel `{kernel_name}` at shape {shape} on {target} was tuned, but none of its {measured} measurements succeeded")]
+    #[error("kernel `{}` at shape {} on {target} was tuned, but none of its {measured} measurements succeeded", printable(kernel_name), printable(shape))]
     NoSuccess {
         /// The kernel's name.
         kernel_name: String,
@@ -199,9 +235,11 @@ pub enum Miss {
     Db(#[from] DbError),
 }
 
-/// The first 12 characters of a hash, for messages.
-pub(crate) fn short_hash(hash: &str) -> &str {
-    hash.get(..12).unwrap_or(hash)
+/// The first 12 characters of a hash, for messages (a hash from an imported record may
+/// hold any characters: never cut inside one).
+pub fn short_hash(hash: &str) -> &str {
+    let end = hash.char_indices().nth(12).map_or(hash.len(), |(i, _)| i);
+    &hash[..end]
 }
 
 /// "; the database has `name` under other hashes: …" when there are any.
@@ -211,8 +249,9 @@ fn other_hashes_note(name: &str, others: &[String]) -> String {
     }
     let shown: Vec<&str> = others.iter().map(|h| short_hash(h)).collect();
     format!(
-        "; the database has `{name}` under other hashes (its source changed?): {}",
-        shown.join(", ")
+        "; the database has `{}` under other hashes (its source changed?): {}",
+        printable(name),
+        printable(&shown.join(", "))
     )
 }
 

@@ -10,6 +10,10 @@
 //!
 //! Measurements name their run by its uid, never by a row id, so importing the same
 //! stream twice adds nothing the second time.
+//!
+//! Imported measurements are not trusted: times must be positive and plausible
+//! ([`crate::MAX_RATE_PER_S`]), and a caller that knows kernels checks each schedule
+//! against its run's kernel ([`Db::import_checked`]).
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -20,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::db::Db;
 use crate::error::DbError;
 use crate::model::{Measurement, Run};
+use crate::plausible::check_measurement;
 use crate::query::{measurement_from_row, run_from_row, MEASUREMENT_COLUMNS, RUN_COLUMNS};
 use crate::records::{insert_measurement_if_new, insert_run_row, to_i64, RunValues};
 
@@ -121,11 +126,23 @@ impl Db {
     /// and re-measured flag) are skipped, so importing twice adds nothing. A malformed
     /// line fails the whole import ([`DbError::Import`]) and nothing is imported.
     pub fn import(&self, input: &mut dyn BufRead) -> Result<u64, DbError> {
+        self.import_checked(input, &|_, _| Ok(()))
+    }
+
+    /// [`Db::import`], with `check` judging each measurement beside its run (as the
+    /// database holds the run) beyond what the database can: `Err(why)` refuses the
+    /// import like a malformed line. Every measurement's times are checked either way.
+    pub fn import_checked(
+        &self,
+        input: &mut dyn BufRead,
+        check: &ImportCheck<'_>,
+    ) -> Result<u64, DbError> {
         let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
         let mut importer = Importer {
             db: self,
             conn: &tx,
-            run_ids: HashMap::new(),
+            runs: HashMap::new(),
+            check,
             added: 0,
         };
         importer.read_all(input)?;
@@ -135,14 +152,19 @@ impl Db {
     }
 }
 
+/// A caller's judgement of an imported measurement (of the given run): `Err(why)` refuses it.
+pub type ImportCheck<'a> = dyn Fn(&Run, &Measurement) -> Result<(), String> + 'a;
+
 /// The state of one import.
 struct Importer<'a> {
     /// The database, for error mapping.
     db: &'a Db,
     /// The import's transaction.
     conn: &'a Connection,
-    /// Run uid → local row id, for runs seen so far.
-    run_ids: HashMap<String, i64>,
+    /// Run uid → local row id and the run as stored, for runs seen so far.
+    runs: HashMap<String, (i64, Run)>,
+    /// The caller's check of each measurement.
+    check: &'a ImportCheck<'a>,
     /// Records newly inserted.
     added: u64,
 }
@@ -206,10 +228,19 @@ impl Importer<'_> {
         Ok(())
     }
 
-    /// Inserts a measurement unless present; its run must be in the stream or the db.
+    /// Inserts a measurement unless present; its run must be in the stream or the db,
+    /// and the measurement must pass the checks.
     fn import_measurement(&mut self, number: u64, line: &MeasurementLine) -> Result<(), DbError> {
-        let run_id = self.run_id(number, &line.run_uid)?;
+        let (run_id, run) = self.run(number, &line.run_uid)?;
         let m = &line.measurement;
+        check_measurement(&run.start, m)
+            .and_then(|()| (self.check)(&run, m))
+            .map_err(|why| {
+                bad(
+                    number,
+                    format!("trial {} of run {}: {why}", m.trial, run.uid),
+                )
+            })?;
         let trial = to_i64("trial", m.trial)?;
         let added =
             insert_measurement_if_new(self.conn, run_id, trial, m).map_err(|e| self.db.err(e))?;
@@ -217,24 +248,26 @@ impl Importer<'_> {
         Ok(())
     }
 
-    /// The local row id of the run with `uid`.
-    fn run_id(&mut self, number: u64, uid: &str) -> Result<i64, DbError> {
-        if let Some(id) = self.run_ids.get(uid) {
-            return Ok(*id);
+    /// The local row id of the run with `uid`, and the run as the database holds it (a
+    /// run already present keeps its stored fields, whatever the stream says).
+    fn run(&mut self, number: u64, uid: &str) -> Result<(i64, Run), DbError> {
+        if let Some(found) = self.runs.get(uid) {
+            return Ok(found.clone());
         }
-        let id: Option<i64> = self
+        let sql = format!("SELECT {RUN_COLUMNS}, r.id FROM runs r WHERE r.uid = ?1");
+        let found: Option<(i64, Run)> = self
             .conn
-            .query_row("SELECT id FROM runs WHERE uid = ?1", [uid], |r| r.get(0))
+            .query_row(&sql, [uid], |row| Ok((row.get(18)?, run_from_row(row)?)))
             .optional()
             .map_err(|e| self.db.err(e))?;
-        let id = id.ok_or_else(|| {
+        let found = found.ok_or_else(|| {
             bad(
                 number,
                 format!("measurement of run {uid}, which is neither earlier in the stream nor in the database"),
             )
         })?;
-        self.run_ids.insert(uid.to_string(), id);
-        Ok(id)
+        self.runs.insert(uid.to_string(), found.clone());
+        Ok(found)
     }
 }
 

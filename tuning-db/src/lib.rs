@@ -63,15 +63,20 @@ mod db;
 mod error;
 mod exchange;
 mod model;
+mod output;
+mod plausible;
+mod printable;
 mod query;
 mod records;
 mod report;
 mod schema;
 
 pub use db::{Db, OpenOptions, DEFAULT_BUSY_TIMEOUT};
-pub use error::{DbError, Miss};
-pub use exchange::{EXPORT_FORMAT, EXPORT_VERSION};
+pub use error::{short_hash, DbError, Miss};
+pub use exchange::{ImportCheck, EXPORT_FORMAT, EXPORT_VERSION};
 pub use model::{
     canonical_shape, Measurement, NewRun, ReportEntry, Run, Status, Target, TuningKey, Winner,
 };
+pub use plausible::MAX_RATE_PER_S;
+pub use printable::printable;
 pub use schema::{Migration, APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION};

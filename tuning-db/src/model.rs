@@ -6,6 +6,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::printable::printable;
+
 /// The machine a tuning result is valid for.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Target {
@@ -18,12 +20,15 @@ pub struct Target {
 }
 
 impl fmt::Display for Target {
+    /// `<model, [features], n threads>`, control characters escaped (see [`printable`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let plural = if self.threads == 1 { "" } else { "s" };
         write!(
             f,
             "<{}, [{}], {} thread{plural}>",
-            self.cpu_model, self.features, self.threads
+            printable(&self.cpu_model),
+            printable(&self.features),
+            self.threads
         )
     }
 }

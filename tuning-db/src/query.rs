@@ -4,11 +4,12 @@
 use std::collections::HashSet;
 
 use rusqlite::types::Type;
-use rusqlite::{named_params, Connection, OptionalExtension, Row, ToSql};
+use rusqlite::{named_params, Connection, Row, ToSql};
 
 use crate::db::Db;
 use crate::error::{DbError, Miss};
 use crate::model::{Measurement, NewRun, Run, Status, Target, TuningKey, Winner};
+use crate::plausible::PLAUSIBLE_WHERE;
 
 /// The condition selecting the runs (alias `r`) of one key; bind with [`key_params`].
 pub(crate) const KEY_WHERE: &str = "r.kernel_hash = :kernel_hash AND r.shape = :shape \
@@ -105,22 +106,36 @@ pub(crate) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<Run> {
     })
 }
 
-/// The best `ok` measurement among the rows `filter` (on alias `m`) selects for `key`:
-/// re-measured rows first, then fastest median; ties by run start, run uid, trial.
+/// The `ok` measurements among the rows `filter` (on alias `m`) selects for `key`, best
+/// first: re-measured rows first, then fastest median; ties by run start, run uid, trial.
+/// Implausible times (not positive, or beyond any CPU's rate) never compete.
+pub(crate) fn ranked_where(
+    conn: &Connection,
+    key: &TuningKey,
+    filter: &str,
+    limit: Option<u64>,
+) -> rusqlite::Result<Vec<(Measurement, i64)>> {
+    let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+    let sql = format!(
+        "SELECT {MEASUREMENT_COLUMNS}, r.id FROM measurements m JOIN runs r ON m.run_id = r.id
+         WHERE {KEY_WHERE} AND m.status = 'ok' AND {PLAUSIBLE_WHERE} AND ({filter})
+         ORDER BY m.remeasured DESC, m.median_s ASC, r.started_at, r.uid, m.trial
+         LIMIT {limit}"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(&key_params(key)[..], |row| {
+        Ok((measurement_from_row(row, 0)?, row.get(13)?))
+    })?;
+    rows.collect()
+}
+
+/// The first of [`ranked_where`].
 pub(crate) fn best_where(
     conn: &Connection,
     key: &TuningKey,
     filter: &str,
 ) -> rusqlite::Result<Option<(Measurement, i64)>> {
-    let sql = format!(
-        "SELECT {MEASUREMENT_COLUMNS}, r.id FROM measurements m JOIN runs r ON m.run_id = r.id
-         WHERE {KEY_WHERE} AND m.status = 'ok' AND m.median_s IS NOT NULL AND ({filter})
-         ORDER BY m.remeasured DESC, m.median_s ASC, r.started_at, r.uid, m.trial LIMIT 1"
-    );
-    conn.query_row(&sql, &key_params(key)[..], |row| {
-        Ok((measurement_from_row(row, 0)?, row.get(13)?))
-    })
-    .optional()
+    Ok(ranked_where(conn, key, filter, Some(1))?.into_iter().next())
 }
 
 impl Db {
@@ -181,6 +196,22 @@ impl Db {
             .map_err(|e| self.err(e))
     }
 
+    /// Every winner for exactly `key`, best first (the order of [`Db::best`]), one per
+    /// schedule: a program that cannot use the first (its schedule no longer fits the
+    /// kernel) falls back to the next. Empty when [`Db::winner`] would miss.
+    pub fn ranked_winners(&self, key: &TuningKey) -> Result<Vec<Winner>, DbError> {
+        let rows = ranked_where(&self.conn, key, "1", None).map_err(|e| self.err(e))?;
+        let mut seen = HashSet::new();
+        Ok(rows
+            .into_iter()
+            .filter(|(m, _)| seen.insert(m.schedule_hash.clone()))
+            .map(|(measurement, run_id)| Winner {
+                measurement,
+                run_id,
+            })
+            .collect())
+    }
+
     /// The best schedule for exactly `key` (kernel hash, shape and target).
     ///
     /// On a miss, says which part differed: the kernel (and whether its name was tuned
@@ -198,8 +229,8 @@ impl Db {
         Err(self.explain_miss(key)?)
     }
 
-    /// Works out why `key` has no winner.
-    fn explain_miss(&self, key: &TuningKey) -> Result<Miss, DbError> {
+    /// Works out why `key` has no winner (see [`Db::winner`]).
+    pub fn explain_miss(&self, key: &TuningKey) -> Result<Miss, DbError> {
         let name = key.kernel_name.clone();
         let shapes = self.strings(
             "SELECT DISTINCT shape FROM runs WHERE kernel_hash = :h ORDER BY shape",
