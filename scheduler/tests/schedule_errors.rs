@@ -757,3 +757,57 @@ mod fuzz {
         }
     }
 }
+
+/// `D` is read only by the lifted `E_sum0`'s update, whose loops `i, l, j` are not all loops of
+/// `E_sum0`'s pure definition.
+const SCALED_MATMUL: &str = "kernel scaled_matmul(A: f32[M, K], B: f32[K, N]) -> E: f32[M, N] {
+    D(i, k) = 2.0 * A(i, k);
+    E(i, l) = 1.0 + sum(j in 0..K) D(i, j) * B(j, l);
+}";
+
+/// The message validating `text` against a kernel given as source gives.
+fn error_in(source: &str, text: &str) -> String {
+    let pipeline = strata_dsl::parse_kernel(source, "test.strata").unwrap_or_else(|e| panic!("{e}"));
+    let schedule = parse_schedule(text).unwrap_or_else(|e| panic!("{e}"));
+    match validate(&lift_reductions(&pipeline), &schedule) {
+        Ok(_) => panic!("`{text}` should be rejected"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Each place the message offers, written as it says, validates.
+fn assert_suggestions_validate(source: &str, func: &str, message: &str, rest: &str) {
+    let pipeline = strata_dsl::parse_kernel(source, "test.strata").unwrap_or_else(|e| panic!("{e}"));
+    let (_, legal) = message
+        .split_once("legal: compute_root(), or compute_at(")
+        .expect("a compute_at suggestion");
+    let (stage, loops) = legal.split_once(", v) for v in ").expect("a list of loops");
+    for v in loops.split(", ") {
+        let text = format!("{func}: compute_at({stage}, {v}){rest}");
+        let schedule = parse_schedule(&text).unwrap_or_else(|e| panic!("{e}"));
+        if let Err(e) = validate(&lift_reductions(&pipeline), &schedule) {
+            panic!("suggested `{text}` is refused: {e}");
+        }
+    }
+}
+
+#[test]
+fn compute_at_suggestions_name_the_consumers_stage() {
+    let message = error_in(SCALED_MATMUL, "D: compute_at(E_sum0, l)");
+    assert_eq!(
+        message,
+        "in the schedule of `D`: `compute_at(E_sum0, l)`: that loop does not enclose every use: `E_sum0` also reads this function outside it; legal: compute_root(), or compute_at(E_sum0.update(0), v) for v in i, l, j"
+    );
+    assert_suggestions_validate(SCALED_MATMUL, "D", &message, "");
+}
+
+#[test]
+fn compute_at_suggestions_leave_out_vectorized_loops() {
+    let vectorized = "\nE_sum0.update(0): vectorize(l, 4)";
+    let message = error_in(SCALED_MATMUL, &format!("D: compute_at(E_sum0, i){vectorized}"));
+    assert!(
+        message.ends_with("legal: compute_root(), or compute_at(E_sum0.update(0), v) for v in i, l"),
+        "{message}"
+    );
+    assert_suggestions_validate(SCALED_MATMUL, "D", &message, vectorized);
+}

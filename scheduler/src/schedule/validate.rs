@@ -764,18 +764,33 @@ fn nested_inside(
     result
 }
 
-/// What a `compute_at` of `name` could name instead: the loops of its only consumer, or root.
+/// What a `compute_at` of `name` could name instead: the loops of its only consumer's stage
+/// outside any vectorized loop (`resolve_level` refuses the others), written with the stage
+/// (`g.update(0)`) as a schedule names it, or root.
 fn legal_levels(plan: &Plan, name: &str) -> String {
     match effective_consumers(plan.pipeline(), &plan.funcs, name).as_slice() {
         [(consumer, stage)] => {
             let dims = &plan.funcs[consumer].stages[*stage].dims;
-            let loops: Vec<String> = dims.iter().map(|d| d.name.clone()).collect();
+            let loops: Vec<String> = dims
+                .iter()
+                .take_while(|d| d.kind != ForKind::Vectorized)
+                .map(|d| d.name.clone())
+                .collect();
             format!(
-                "compute_root(), or compute_at({consumer}, v) for v in {}",
+                "compute_root(), or compute_at({consumer}{}, v) for v in {}",
+                stage_suffix(stage_ref(*stage)),
                 loops.join(", ")
             )
         }
         _ => "compute_root(), or a loop of a function inside which every consumer is computed"
             .to_string(),
+    }
+}
+
+/// The stage a `Plan` numbers `stage` (0: the pure definition, `i + 1`: update `i`).
+fn stage_ref(stage: usize) -> StageRef {
+    match stage.checked_sub(1) {
+        None => StageRef::Pure,
+        Some(i) => StageRef::Update(i),
     }
 }
