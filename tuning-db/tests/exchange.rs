@@ -179,3 +179,103 @@ fn an_unfinished_run_gets_its_end_from_a_later_export() {
         Some("budget")
     );
 }
+
+/// The export of one run with one `ok` measurement whose median is `median_s`.
+fn export_of_one_timing(median_s: Option<f64>, min_s: Option<f64>) -> String {
+    let tmp = TempPath::new("one-timing");
+    let db = Db::open(tmp.path()).unwrap();
+    let r = db
+        .start_run(&new_run(&key("matmul", "h", 64), 1, 0))
+        .unwrap();
+    db.record(
+        r,
+        &Measurement {
+            median_s,
+            min_s,
+            ..ok(0, 1.0)
+        },
+    )
+    .unwrap();
+    export(&db).0
+}
+
+#[test]
+fn implausible_times_are_refused_at_import() {
+    let cases = [
+        (
+            Some(-1e-3),
+            None,
+            "median_s = -0.001 is not a positive time",
+        ),
+        (Some(0.0), None, "median_s = 0 is not a positive time"),
+        // SQLite stores NaN as NULL; JSON writes it as null.
+        (Some(f64::NAN), None, "an `ok` measurement has no median_s"),
+        (Some(1e-3), Some(-2.0), "min_s = -2 is not a positive time"),
+        (
+            Some(1e-3),
+            Some(2e-3),
+            "median_s = 0.001 is not between min_s and max_s",
+        ),
+        // 2·64³ flops in 1e-12 s.
+        (Some(1e-12), Some(1e-12), "more than any CPU reaches"),
+    ];
+    for (median_s, min_s, message) in cases {
+        let max_s = median_s.map(|m| if m > 0.0 { m * 2.0 } else { 1.0 });
+        let text = export_of_one_timing(median_s, min_s).replace(
+            r#""max_s":0.0015"#,
+            &format!(r#""max_s":{}"#, serde_json::to_string(&max_s).unwrap()),
+        );
+        let target_path = TempPath::new("refused-timing");
+        let target = Db::open(target_path.path()).unwrap();
+        let err = target.import(&mut text.as_bytes()).unwrap_err();
+        assert!(matches!(err, DbError::Import { line: 3, .. }), "{err:?}");
+        assert!(err.to_string().contains(message), "{message}: {err}");
+        assert!(err.to_string().contains("nothing was imported"), "{err}");
+        assert!(target.runs().unwrap().is_empty(), "{message}");
+    }
+}
+
+#[test]
+fn a_callers_check_refuses_the_whole_import_and_sees_the_stored_run() {
+    let (a, b) = (TempPath::new("check-a"), TempPath::new("check-b"));
+    let source = Db::open(a.path()).unwrap();
+    populate(&source);
+    let (text, records) = export(&source);
+    let target = Db::open(b.path()).unwrap();
+    let refuse_s7 = |_: &strata_tuning_db::Run, m: &Measurement| {
+        if m.schedule_hash == "s7" {
+            Err("s7 is not welcome".to_string())
+        } else {
+            Ok(())
+        }
+    };
+    let err = target
+        .import_checked(&mut text.as_bytes(), &refuse_s7)
+        .unwrap_err();
+    assert!(err.to_string().contains("s7 is not welcome"), "{err}");
+    assert!(target.runs().unwrap().is_empty());
+    assert_eq!(
+        target
+            .import_checked(&mut text.as_bytes(), &|_, _| Ok(()))
+            .unwrap(),
+        records
+    );
+    // A stream claiming a stored run with another kernel source: the check sees the stored one.
+    let stored_source = target.runs().unwrap()[0].1.start.kernel_source.clone();
+    let forged = text.replacen(&stored_source.replace('"', "\\\""), "forged", 1);
+    assert_ne!(forged, text);
+    let seen = std::cell::RefCell::new(Vec::new());
+    let record_source = |run: &strata_tuning_db::Run, _: &Measurement| {
+        seen.borrow_mut().push(run.start.kernel_source.clone());
+        Ok(())
+    };
+    target
+        .import_checked(&mut forged.as_bytes(), &record_source)
+        .unwrap();
+    assert!(!seen.borrow().is_empty());
+    assert!(
+        !seen.borrow().iter().any(|s| s == "forged"),
+        "{:?}",
+        seen.borrow()
+    );
+}

@@ -229,3 +229,110 @@ fn a_database_with_a_damaged_page_reports_corruption() {
     names_file(&err, tmp.path());
     assert!(err.to_string().contains("is corrupt"), "{err}");
 }
+
+/// Makes `path`'s strata database a rollback-journal one, so any write shows in its bytes
+/// (a WAL switch rewrites the header).
+fn to_rollback_journal(path: &Path) {
+    let raw = rusqlite::Connection::open(path).unwrap();
+    let mode: String = raw
+        .pragma_update_and_check(None, "journal_mode", "DELETE", |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "delete");
+}
+
+#[test]
+fn schema_version_0_with_tables_is_refused_untouched() {
+    let tmp = TempPath::new("version-0");
+    make_strata_db(tmp.path());
+    {
+        let raw = rusqlite::Connection::open(tmp.path()).unwrap();
+        raw.execute(
+            "UPDATE meta SET value = '0' WHERE key = 'schema_version'",
+            [],
+        )
+        .unwrap();
+    }
+    to_rollback_journal(tmp.path());
+    let before = bytes(tmp.path());
+    let err = Db::open(tmp.path()).err().unwrap();
+    assert!(matches!(err, DbError::Corrupt { .. }), "{err:?}");
+    names_file(&err, tmp.path());
+    assert!(err.to_string().contains("schema version 0"), "{err}");
+    assert_eq!(bytes(tmp.path()), before);
+    no_companions(tmp.path());
+}
+
+/// The first page number of the b-tree `name` (a table or an index).
+fn root_page(path: &Path, name: &str) -> usize {
+    let raw = rusqlite::Connection::open(path).unwrap();
+    let page: i64 = raw
+        .query_row(
+            "SELECT rootpage FROM sqlite_master WHERE name = ?1",
+            [name],
+            |r| r.get(0),
+        )
+        .unwrap();
+    usize::try_from(page).unwrap()
+}
+
+#[test]
+fn a_damaged_index_is_refused_before_anything_is_written() {
+    let tmp = TempPath::new("bad-index");
+    {
+        let db = Db::open(tmp.path()).unwrap();
+        let id = db.start_run(&new_run(&key("k", "h", 8), 1, 0)).unwrap();
+        for t in 0..300 {
+            db.record(id, &ok(t, 1.0)).unwrap();
+        }
+    }
+    to_rollback_journal(tmp.path());
+    let page = 4096;
+    let root = root_page(tmp.path(), "measurements_by_schedule");
+    let mut data = bytes(tmp.path());
+    // Keep the page's type byte (an interior index page), scramble its cells.
+    for (i, b) in data[(root - 1) * page + 12..root * page]
+        .iter_mut()
+        .enumerate()
+    {
+        *b = (i * 31 + 7) as u8;
+    }
+    std::fs::write(tmp.path(), &data).unwrap();
+    let err = Db::open(tmp.path()).err().unwrap();
+    assert!(matches!(err, DbError::Corrupt { .. }), "{err:?}");
+    names_file(&err, tmp.path());
+    assert!(err.to_string().contains("quick_check"), "{err}");
+    assert_eq!(bytes(tmp.path()), data, "a refused file is left as it was");
+    no_companions(tmp.path());
+}
+
+#[test]
+fn a_reader_writes_nothing_and_switches_no_mode() {
+    let tmp = TempPath::new("reader");
+    make_strata_db(tmp.path());
+    to_rollback_journal(tmp.path());
+    let before = bytes(tmp.path());
+    let db = Db::open_read_only(tmp.path()).unwrap();
+    assert_eq!(db.runs().unwrap().len(), 1);
+    assert_eq!(db.winner(&key("k", "h", 8)).unwrap().measurement.trial, 0);
+    let mut out = Vec::new();
+    assert_eq!(db.export(&mut out).unwrap(), 2);
+    assert!(db.record(1, &ok(9, 1.0)).is_err(), "a reader wrote");
+    drop(db);
+    assert_eq!(bytes(tmp.path()), before);
+    no_companions(tmp.path());
+}
+
+#[test]
+fn a_reader_refuses_what_it_would_have_to_set_up() {
+    let tmp = TempPath::new("reader-empty");
+    std::fs::write(tmp.path(), b"").unwrap();
+    let err = Db::open_read_only(tmp.path()).err().unwrap();
+    assert!(matches!(err, DbError::NotReady { .. }), "{err:?}");
+    names_file(&err, tmp.path());
+    assert!(err.to_string().contains("is empty"), "{err}");
+    assert_eq!(bytes(tmp.path()), b"");
+    let missing = TempPath::new("reader-missing");
+    let err = Db::open_read_only(missing.path()).err().unwrap();
+    assert!(matches!(err, DbError::Missing { .. }), "{err:?}");
+    assert!(!missing.path().exists());
+}

@@ -337,3 +337,96 @@ fn report_has_speedup_failures_by_kind_and_the_series() {
     assert_eq!(by_hash[0].key.kernel_name, "add");
     assert!(db.report(Some("nothing")).unwrap().is_empty());
 }
+
+/// `ok(trial, …)` with the median `median_s` seconds (min and max alike).
+fn timed(trial: u64, median_s: f64) -> strata_tuning_db::Measurement {
+    strata_tuning_db::Measurement {
+        median_s: Some(median_s),
+        min_s: Some(median_s),
+        max_s: Some(median_s),
+        ..ok(trial, 1.0)
+    }
+}
+
+#[test]
+fn implausible_times_never_win() {
+    let tmp = TempPath::new("implausible");
+    let db = Db::open(tmp.path()).unwrap();
+    let k = key("matmul", "h", 64);
+    let r = db.start_run(&new_run(&k, 1, 0)).unwrap();
+    db.record(r, &ok(0, 2.0)).unwrap();
+    // 2·64³ flops in 1e-12 s is 5e17 flop/s; then a zero and a negative time.
+    for (trial, t) in [(1, 1e-12), (2, 0.0), (3, -1.0)] {
+        db.record(r, &timed(trial, t)).unwrap();
+        let w = db.winner(&k).unwrap();
+        assert_eq!(w.measurement.trial, 0, "{t} s won");
+    }
+    let entry = &db.report(None).unwrap()[0];
+    assert_eq!(entry.best_median_s, Some(2e-3));
+}
+
+#[test]
+fn ranked_winners_are_best_first_one_per_schedule() {
+    let tmp = TempPath::new("ranked");
+    let db = Db::open(tmp.path()).unwrap();
+    let k = key("matmul", "h", 64);
+    let r = db.start_run(&new_run(&k, 1, 0)).unwrap();
+    db.record(r, &ok(0, 2.0)).unwrap();
+    db.record(r, &ok(1, 0.5)).unwrap();
+    db.record(r, &ok(2, 1.0)).unwrap();
+    db.record(r, &failed(3, Status::Crash("SIGSEGV".into())))
+        .unwrap();
+    // Trial 1's schedule re-measured slower: re-measured rows still come first.
+    let again = strata_tuning_db::Measurement {
+        remeasured: true,
+        ..ok(1, 0.9)
+    };
+    db.record(r, &again).unwrap();
+    let order: Vec<(u64, bool)> = db
+        .ranked_winners(&k)
+        .unwrap()
+        .iter()
+        .map(|w| (w.measurement.trial, w.measurement.remeasured))
+        .collect();
+    assert_eq!(order, [(1, true), (2, false), (0, false)]);
+    assert_eq!(db.winner(&k).unwrap().measurement, again);
+    assert!(db
+        .ranked_winners(&key("other", "h2", 8))
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn miss_messages_escape_what_the_database_holds() {
+    let tmp = TempPath::new("miss-escape");
+    let db = Db::open(tmp.path()).unwrap();
+    let mut k = key("matmul", "h", 64);
+    k.shape = "M=1\u{1b}[2J".into();
+    k.target.cpu_model = "cpu\u{1b}]0;x\u{7}".into();
+    db.start_run(&new_run(&k, 1, 0)).unwrap();
+    let asked = key("matmul", "h", 64);
+    let text = db.winner(&asked).unwrap_err().to_string();
+    assert!(text.contains("M=1\\u{1b}[2J"), "{text}");
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+    let mut asked_shape = asked.clone();
+    asked_shape.shape = k.shape.clone();
+    let text = db.winner(&asked_shape).unwrap_err().to_string();
+    assert!(text.contains("cpu\\u{1b}]0;x\\u{7}"), "{text}");
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn short_hashes_never_cut_a_character() {
+    assert_eq!(
+        strata_tuning_db::short_hash("0123456789abcdef"),
+        "0123456789ab"
+    );
+    assert_eq!(
+        strata_tuning_db::short_hash("ab€€€€€€€€€€€€"),
+        "ab€€€€€€€€€€"
+    );
+    assert_eq!(strata_tuning_db::short_hash("é"), "é");
+}
