@@ -225,6 +225,22 @@ pub extern "C" fn strata_malloc(bytes: i64) -> *mut u8 {
     ptr
 }
 
+/// The most elements one buffer may hold (`strata_dsl::signature::MAX_ELEMENTS`).
+const MAX_BUFFER_ELEMENTS: i64 = i32::MAX as i64;
+
+/// [`strata_malloc`] of `elements` elements of `elem_bytes` bytes each (free it with
+/// `strata_free(ptr, elements * elem_bytes)`). Generated code computes `elements` without
+/// wrapping; a count past the most one buffer may hold aborts with a message naming it
+/// instead of allocating (the generated code has no error path).
+pub extern "C" fn strata_malloc_elements(elements: i64, elem_bytes: i64) -> *mut u8 {
+    if elements > MAX_BUFFER_ELEMENTS {
+        fatal(&format!(
+            "a buffer of {elements} or more elements is needed, more than strata supports ({MAX_BUFFER_ELEMENTS}): the schedule computes a function over a region too large for this shape"
+        ));
+    }
+    strata_malloc(elements.saturating_mul(elem_bytes))
+}
+
 /// Frees a buffer from [`strata_malloc`]; `bytes` must be the size it was allocated with.
 /// `bytes <= 0` (the empty buffer) and a null `ptr` do nothing.
 ///
@@ -312,6 +328,10 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
     vec![
         ("strata_parallel_for", strata_parallel_for as *const u8),
         ("strata_malloc", strata_malloc as *const u8),
+        (
+            "strata_malloc_elements",
+            strata_malloc_elements as *const u8,
+        ),
         ("strata_free", strata_free as *const u8),
         ("strata_expf", strata_expf as *const u8),
         ("strata_logf", strata_logf as *const u8),

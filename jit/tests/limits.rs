@@ -205,3 +205,39 @@ fn an_update_writing_past_its_output_is_refused() {
         "output `B` is read or written at 0..=4 in dimension 0, outside its extent 4: an update reads or writes its own function outside the region the definition covers",
     );
 }
+
+/// A producer's region can hold more elements than any input or output (here 1999001^2 for a
+/// 2000 x 2000 output). Its size wrapped in i32 and the body wrote past a small allocation;
+/// now the count is exact and the runtime aborts with a message instead. The kernel runs in a
+/// child process (this test binary again), since an abort ends the process.
+#[test]
+fn a_producer_region_past_the_element_limit_aborts_with_a_message() {
+    const CHILD: &str = "STRATA_TEST_LARGE_PRODUCER";
+    let src = "kernel k(A: f32[N]) -> out: f32[N, N] { f(x, y) = f32(x + y); \
+               out(i, j) = f(i * 1000, j * 1000) + A(i); }";
+    if std::env::var(CHILD).is_ok() {
+        let (_, lowered) = common::lower_source(src, "f: compute_root()");
+        let compiled = common::compile_lowered(src, "f: compute_root()", &lowered);
+        let a = Buffer::from_vec(&[2000], vec![0f32; 2000]).unwrap();
+        let result = compiled.run(&Args::new().buffer("A", a), 1);
+        println!("the kernel returned: {:?}", result.map(|b| b.len()));
+        return;
+    }
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_producer_region_past_the_element_limit_aborts_with_a_message",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&child.stderr);
+    assert!(!child.status.success(), "the child should abort: {stderr}");
+    assert!(
+        stderr.contains("more than strata supports (2147483647)"),
+        "{}\n{stderr}",
+        child.status
+    );
+}

@@ -7,6 +7,7 @@
 //! to a copy of every value in scope where the loop starts.
 
 mod address;
+mod alloc;
 mod expr;
 mod narrow;
 mod promote;

@@ -11,11 +11,7 @@ use cranelift_codegen::ir::{
 };
 use cranelift_frontend::Variable;
 use cranelift_module::Module;
-use strata_dsl::Dtype;
 use strata_scheduler::{Expr, ForKind, Stmt, Type as IrType};
-
-/// Allocations of at most this many bytes with a constant size live on the stack.
-const STACK_ALLOCATION_LIMIT: i64 = 16 * 1024;
 
 impl FnCodegen<'_, '_, '_> {
     pub fn stmt(&mut self, s: &Stmt) {
@@ -247,34 +243,7 @@ impl FnCodegen<'_, '_, '_> {
         }
     }
 
-    /// Storage for `body`: a stack slot when small and constant, else the runtime's heap,
-    /// freed after `body` (the IR has no early exits, so that is every path).
-    fn allocate(&mut self, buffer: &str, dtype: Dtype, size: &Expr, body: &Stmt) {
-        let elem = dtype.bytes() as i64;
-        if let Some(n) = size.as_int().filter(|n| n * elem <= STACK_ALLOCATION_LIMIT) {
-            let bytes = (n.max(1) * elem) as u32;
-            let slot = self.b.create_sized_stack_slot(StackSlotData::new(
-                StackSlotKind::ExplicitSlot,
-                bytes,
-                6,
-            ));
-            let ptr = self.b.ins().stack_addr(self.comp.pointer(), slot, 0);
-            self.with_buffer(buffer, ptr, body);
-            return;
-        }
-        let n = self.expr(size).scalar();
-        let n = self.b.ins().sextend(types::I64, n);
-        let bytes = self.b.ins().imul_imm_s(n, elem);
-        let ptr_ty = self.comp.pointer();
-        let malloc = self.runtime_ref("strata_malloc", &[types::I64], &[ptr_ty]);
-        let call = self.b.ins().call(malloc, &[bytes]);
-        let ptr = self.b.inst_results(call)[0];
-        self.with_buffer(buffer, ptr, body);
-        let free = self.runtime_ref("strata_free", &[ptr_ty, types::I64], &[]);
-        self.b.ins().call(free, &[ptr, bytes]);
-    }
-
-    fn with_buffer(&mut self, name: &str, ptr: Value, body: &Stmt) {
+    pub(super) fn with_buffer(&mut self, name: &str, ptr: Value, body: &Stmt) {
         self.env.buffers.push((name.to_string(), ptr));
         self.stmt(body);
         self.env.buffers.pop();
