@@ -143,6 +143,9 @@ pub struct Signature<E> {
     pub input_regions: Vec<(String, Region<E>)>,
     /// The box of the output the code reads and writes; empty when each access is checked.
     pub output_region: Region<E>,
+    /// The bounds of every reduction domain: expressions of sizes the code computes, which
+    /// must not wrap.
+    pub domain_bounds: Vec<E>,
 }
 
 /// A call's arguments after `bind`: the sizes and the output's shape.
@@ -158,6 +161,9 @@ impl<E: SizeExpr> Signature<E> {
         self.check_names(args)?;
         let sizes = self.bind_buffers(args)?;
         self.check_scalars(args)?;
+        for bound in &self.domain_bounds {
+            eval(bound, &sizes, "the reduction domain bound")?;
+        }
         let output_shape = self.output_shape(&sizes)?;
         self.check_regions(args, &sizes)?;
         self.check_output_region(&sizes, &output_shape)?;
@@ -555,6 +561,33 @@ impl crate::ir::Pipeline {
             output_extents: self.output.extents.clone(),
             input_regions: Vec::new(),
             output_region: Vec::new(),
+            domain_bounds: self.domain_bounds(),
         }
+    }
+
+    /// The bounds of every reduction domain: of updates and of inline reductions.
+    pub fn domain_bounds(&self) -> Vec<crate::ir::Expr> {
+        use crate::ir::Expr;
+        let mut bounds = Vec::new();
+        let mut visit = |e: &Expr| {
+            if let Expr::Reduce(r) = e {
+                r.rvars
+                    .iter()
+                    .for_each(|v| bounds.extend([v.lo.clone(), v.hi.clone()]));
+            }
+        };
+        for func in &self.funcs {
+            func.value.for_each(&mut visit);
+            for update in &func.updates {
+                update.args.iter().for_each(|a| a.for_each(&mut visit));
+                update.value.for_each(&mut visit);
+            }
+        }
+        for update in self.funcs.iter().flat_map(|f| &f.updates) {
+            for v in &update.rvars {
+                bounds.extend([v.lo.clone(), v.hi.clone()]);
+            }
+        }
+        bounds
     }
 }

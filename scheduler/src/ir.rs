@@ -589,5 +589,8 @@ pub struct LoweredKernel {
     /// region it defines (`out(r - 1, x)` at `r = 0`) is refused before running. Empty when
     /// not computed (hand-built kernels), then nothing is checked.
     pub output_region: Vec<Range>,
+    /// The bounds of every reduction domain, as expressions of the sizes: the call refuses
+    /// sizes where one would wrap `i32` (as the reference does).
+    pub domain_bounds: Vec<Expr>,
     pub body: Stmt,
 }

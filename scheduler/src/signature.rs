@@ -87,6 +87,7 @@ impl LoweredKernel {
             output_extents: self.output.extents.clone(),
             input_regions,
             output_region,
+            domain_bounds: self.domain_bounds.clone(),
         }
     }
 }

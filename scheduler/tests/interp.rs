@@ -38,6 +38,7 @@ fn kernel(inputs: Vec<BufferArg>, output: BufferArg, sizes: &[&str], body: Stmt)
         sizes: sizes.iter().map(|s| s.to_string()).collect(),
         input_regions: vec![],
         output_region: vec![],
+        domain_bounds: vec![],
         body,
     }
 }

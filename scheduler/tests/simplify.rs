@@ -839,6 +839,7 @@ fn kernel(body: Stmt) -> LoweredKernel {
         sizes: vec![],
         input_regions: vec![],
         output_region: vec![],
+        domain_bounds: vec![],
         body,
     }
 }

@@ -109,6 +109,7 @@ pub fn lower(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel, 
     log.log("vector accumulators", &s);
     let mut kernel = kernel_signature(&inlined, input_regions, s);
     kernel.output_region = output_region;
+    kernel.domain_bounds = domain_bounds(pipeline);
     verify::verify(&kernel).map_err(LowerError::Verify)?;
     Ok(kernel)
 }
@@ -142,6 +143,7 @@ pub fn specialize(
             input.extents = input.extents.iter().map(sub).collect();
         }
         let regions = out.input_regions.iter_mut().map(|(_, region)| region);
+        out.domain_bounds = out.domain_bounds.iter().map(sub).collect();
         for region in regions.chain([&mut out.output_region]) {
             for r in region.iter_mut() {
                 *r = Range {
@@ -208,6 +210,20 @@ fn output_region(pipeline: &Pipeline, s: &Stmt) -> Result<Vec<Range>, LowerError
         ranges.push(range);
     }
     Ok(ranges)
+}
+
+/// The bounds of every reduction domain of `pipeline`, as loop-IR expressions of the sizes.
+fn domain_bounds(pipeline: &Pipeline) -> Vec<Expr> {
+    let conv = loop_nest::Converter {
+        pipeline,
+        func: &pipeline.output.name,
+        stage: 0,
+    };
+    pipeline
+        .domain_bounds()
+        .iter()
+        .map(|e| conv.expr(e))
+        .collect()
 }
 
 fn reads_memory(e: &Expr) -> bool {
@@ -287,6 +303,7 @@ fn kernel_signature(
         sizes: pipeline.size_vars(),
         input_regions,
         output_region: Vec::new(),
+        domain_bounds: Vec::new(),
         body,
     }
 }
