@@ -139,6 +139,24 @@ fn the_pure_loop_of_an_iir_filter_is_free() {
     }
 }
 
+/// The output's update writes `out(r, x)` under a guard that `r` is inside the output; guarding
+/// the bare `x` as well (`0 <= x`) kept the vectorizer from versioning `x`, so the loop ran
+/// serially.
+#[test]
+fn the_iir_column_loop_runs_as_vectors() {
+    for text in [
+        "out.update(0): vectorize(x, 8)",
+        "out.update(0): split(x, xo, xi, 8).reorder(xo, r, xi).vectorize(xi)",
+    ] {
+        let lowered = lower(&kernel(IIR), &schedule(text)).unwrap_or_else(|e| panic!("{e}"));
+        let printed = lowered.to_string();
+        assert!(
+            printed.contains("out[ramp((out.s1.r - 1) * W + out.s1.x"),
+            "`{text}` reads the previous row as scalars:\n{printed}"
+        );
+    }
+}
+
 /// The validation error `text` gives on `source`'s kernel.
 fn error(source: &str, text: &str) -> String {
     match lower(&kernel(source), &schedule(text)) {

@@ -522,13 +522,17 @@ fn stage_body(conv: &Converter, func: &Func, stage: usize, is_output: bool) -> S
     if !is_output || bare {
         return provide;
     }
+    // A pure variable bare in its own position runs over the output's extent already; guarding
+    // it too (`0 <= x`) would keep the vectorizer from versioning a vectorized `x`.
     let inside = conv
         .pipeline
         .output
         .extents
         .iter()
         .zip(&args)
-        .map(|(e, a)| {
+        .zip(func.vars.iter().zip(&update.args))
+        .filter(|(_, (v, a))| !matches!(a, Expr::Var(n) if n == *v))
+        .map(|((e, a), _)| {
             and(
                 LExpr::le(LExpr::int(0), a.clone()),
                 LExpr::lt(a.clone(), conv.expr(e)),
