@@ -430,7 +430,15 @@ fn a_killed_tuner_loses_nothing_and_the_next_run_resumes() {
     drop(conn);
     tuner.kill();
 
+    // A reader (read-only, so no recovery of its own) sees what the killed tuner committed.
+    let wal_left = PathBuf::from(format!("{}-wal", db.path().display())).exists();
+    let reported = report(db.path());
     let at_kill = runs(db.path());
+    assert_eq!(
+        reported[0].trials as usize,
+        at_kill[0].1.iter().filter(|m| !m.remeasured).count(),
+        "the report after the kill (WAL left: {wal_left})"
+    );
     assert_eq!(integrity(db.path()), "ok");
     assert_eq!(at_kill.len(), 1);
     let (killed, killed_ms) = &at_kill[0];
