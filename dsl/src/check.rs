@@ -7,7 +7,7 @@ use crate::diagnostic::{Diagnostic, Span};
 use crate::dtype::Dtype;
 use crate::ir::*;
 use crate::value::{BinOp, Value};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 type CResult<T> = Result<T, Diagnostic>;
 
@@ -247,17 +247,20 @@ impl Definition<'_> {
 
 fn group_definitions<'a>(ast: &'a KernelAst, names: &Names) -> CResult<Vec<Definition<'a>>> {
     let mut defs: Vec<Definition<'a>> = Vec::new();
+    // Found by name in constant time: a kernel may define many thousands of functions.
+    let mut index_of: HashMap<&str, usize> = HashMap::new();
     for stmt in &ast.stmts {
-        match defs.iter_mut().find(|d| d.name == stmt.target.name) {
-            Some(def) => {
-                check_update_shape(stmt, def)?;
-                def.updates.push(stmt);
+        match index_of.get(stmt.target.name.as_str()) {
+            Some(&index) => {
+                check_update_shape(stmt, &defs[index])?;
+                defs[index].updates.push(stmt);
             }
             None => {
                 let is_output = stmt.target.name == ast.output.name.name;
                 if !is_output {
                     check_fresh_name(&stmt.target, "a function", names)?;
                 }
+                index_of.insert(&stmt.target.name, defs.len());
                 defs.push(pure_definition(stmt)?);
             }
         }
@@ -395,7 +398,12 @@ fn calls_in(e: &ExprAst, names: &Names, out: &mut Vec<(String, Span)>) {
 /// Orders definitions so each function comes after every function it reads, rejecting cycles.
 /// An update may read its own function; a pure definition may not.
 fn callees_first(defs: &[Definition], names: &Names) -> CResult<Vec<usize>> {
-    let index_of = |name: &str| defs.iter().position(|d| d.name == name);
+    let indices: HashMap<&str, usize> = defs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.name.as_str(), i))
+        .collect();
+    let index_of = |name: &str| indices.get(name).copied();
     let mut edges: Vec<Vec<(usize, Span)>> = Vec::new();
     for def in defs {
         let mut calls = Vec::new();
@@ -426,9 +434,8 @@ fn callees_first(defs: &[Definition], names: &Names) -> CResult<Vec<usize>> {
     }
     let mut state = vec![Visit::New; defs.len()];
     let mut order = Vec::new();
-    let mut path = Vec::new();
     for start in 0..defs.len() {
-        visit(start, &edges, defs, &mut state, &mut path, &mut order)?;
+        visit(start, &edges, defs, &mut state, &mut order)?;
     }
     Ok(order)
 }
@@ -440,38 +447,60 @@ enum Visit {
     Done,
 }
 
+/// Depth-first from `start`, appending each function after its callees to `order`. The path
+/// is an explicit stack of (function, next edge to follow), not recursion: a chain of many
+/// thousands of functions must not overflow the stack.
 fn visit(
-    node: usize,
+    start: usize,
     edges: &[Vec<(usize, Span)>],
     defs: &[Definition],
     state: &mut [Visit],
-    path: &mut Vec<usize>,
     order: &mut Vec<usize>,
 ) -> CResult<()> {
-    if state[node] == Visit::Done {
+    if state[start] == Visit::Done {
         return Ok(());
     }
-    state[node] = Visit::Active;
-    path.push(node);
-    for &(next, span) in &edges[node] {
-        if state[next] == Visit::Active {
-            let start = path.iter().position(|&n| n == next).unwrap_or(0);
-            let cycle: Vec<&str> = path[start..]
-                .iter()
-                .chain(std::iter::once(&next))
-                .map(|&n| defs[n].name.as_str())
-                .collect();
-            return err(
-                format!("cycle between functions: {}", cycle.join(" -> ")),
-                span,
-            );
+    state[start] = Visit::Active;
+    let mut path: Vec<(usize, usize)> = vec![(start, 0)];
+    while let Some((node, edge)) = path.last_mut() {
+        let node = *node;
+        let Some(&(next, span)) = edges[node].get(*edge) else {
+            path.pop();
+            state[node] = Visit::Done;
+            order.push(node);
+            continue;
+        };
+        *edge += 1;
+        match state[next] {
+            Visit::Done => {}
+            Visit::Active => return Err(cycle_error(&path, next, span, defs)),
+            Visit::New => {
+                state[next] = Visit::Active;
+                path.push((next, 0));
+            }
         }
-        visit(next, edges, defs, state, path, order)?;
     }
-    path.pop();
-    state[node] = Visit::Done;
-    order.push(node);
     Ok(())
+}
+
+/// "cycle between functions: f -> g -> f", from where `next` is on the path back to `next`.
+fn cycle_error(
+    path: &[(usize, usize)],
+    next: usize,
+    span: Span,
+    defs: &[Definition],
+) -> Diagnostic {
+    let start = path.iter().position(|&(n, _)| n == next).unwrap_or(0);
+    let cycle: Vec<&str> = path[start..]
+        .iter()
+        .map(|&(n, _)| n)
+        .chain(std::iter::once(next))
+        .map(|n| defs[n].name.as_str())
+        .collect();
+    Diagnostic::new(
+        format!("cycle between functions: {}", cycle.join(" -> ")),
+        span,
+    )
 }
 
 fn check_function(def: &Definition, ast: &KernelAst, names: &mut Names) -> CResult<Func> {
@@ -503,7 +532,7 @@ fn check_function(def: &Definition, ast: &KernelAst, names: &mut Names) -> CResu
     let updates = def
         .statements()
         .skip(1)
-        .map(|stmt| check_update(stmt, def, dtype, names))
+        .map(|stmt| check_update(stmt, def, dtype, names, declared.is_some()))
         .collect::<CResult<Vec<_>>>()?;
     Ok(Func {
         name: def.name.clone(),
@@ -514,7 +543,13 @@ fn check_function(def: &Definition, ast: &KernelAst, names: &mut Names) -> CResu
     })
 }
 
-fn check_update(stmt: &StmtAst, def: &Definition, dtype: Dtype, names: &Names) -> CResult<Update> {
+fn check_update(
+    stmt: &StmtAst,
+    def: &Definition,
+    dtype: Dtype,
+    names: &Names,
+    is_output: bool,
+) -> CResult<Update> {
     let mut checker = ExprChecker::new(names);
     checker.pure_vars = def.vars.clone();
     let rvars = checker.declare_rvars(&stmt.rvars)?;
@@ -532,12 +567,21 @@ fn check_update(stmt: &StmtAst, def: &Definition, dtype: Dtype, names: &Names) -
         .map(|v| (v.clone(), def.name.clone()))
         .collect();
     checker.updating = Some((def.name.clone(), def.vars.clone()));
+    if is_output {
+        checker.output_rvar_lows = Some(
+            rvars
+                .iter()
+                .filter_map(|r| Some((r.name.clone(), constant_of(&r.lo)?)))
+                .collect(),
+        );
+    }
     let args = stmt
         .args
         .iter()
         .enumerate()
         .map(|(i, a)| checker.index(a, &def.name, i))
         .collect::<CResult<Vec<_>>>()?;
+    checker.check_inside_output(&def.name, &args, &stmt.args)?;
     if stmt.op != UpdateOp::Assign && !dtype.is_numeric() {
         return err(
             format!(
@@ -580,6 +624,9 @@ struct ExprChecker<'a> {
     /// In an update: the function updated and its pure variables, whose reads of itself must
     /// use each pure variable bare in its own position.
     updating: Option<(String, Vec<String>)>,
+    /// In an update of the output: its reduction variables with a constant lower bound, to
+    /// refuse an index that leaves the output whatever the sizes.
+    output_rvar_lows: Option<Vec<(String, i64)>>,
 }
 
 impl<'a> ExprChecker<'a> {
@@ -591,6 +638,7 @@ impl<'a> ExprChecker<'a> {
             rvars: Vec::new(),
             sizes_only: None,
             updating: None,
+            output_rvar_lows: None,
         }
     }
 
@@ -912,6 +960,24 @@ impl<'a> ExprChecker<'a> {
                 );
             }
         }
+        self.check_inside_output(func, checked, args)
+    }
+
+    /// In an update of the output, an index whose least value is below 0 whatever the sizes
+    /// (`out(r - 1, x)` with `r in 0..H`) reads or writes outside the output: an error here,
+    /// where the bound is static (other cases are refused when a call binds its sizes).
+    fn check_inside_output(&self, func: &str, checked: &[Expr], args: &[ExprAst]) -> CResult<()> {
+        let Some(lows) = &self.output_rvar_lows else {
+            return Ok(());
+        };
+        for (arg, ast) in checked.iter().zip(args) {
+            if let Some(min) = static_min(arg, lows).filter(|&m| m < 0) {
+                return err(
+                    format!("this index of the output `{func}` reaches {min}, outside its extents: an update may read or write the output only inside them (start the reduction domain later, or compute the recurrence in a producer)"),
+                    ast.span,
+                );
+            }
+        }
         Ok(())
     }
 
@@ -1092,5 +1158,28 @@ fn float_literal(text: &str, negative: bool, dtype: Dtype, span: Span) -> CResul
             format!("literal {sign}{text} does not fit in {dtype}"),
             span,
         ),
+    }
+}
+
+/// The value of an integer constant expression.
+fn constant_of(e: &Expr) -> Option<i64> {
+    match e {
+        Expr::Const(v) => v.as_i64(),
+        Expr::Neg(a) => constant_of(a)?.checked_neg(),
+        _ => None,
+    }
+}
+
+/// The least value an index of an update can take whatever the sizes, where its form tells:
+/// pure variables start at 0, reduction variables at their constant lower bound.
+fn static_min(e: &Expr, rvar_lows: &[(String, i64)]) -> Option<i64> {
+    match e {
+        Expr::Var(_) => Some(0),
+        Expr::RVar(r) => rvar_lows.iter().find(|(n, _)| n == r).map(|(_, lo)| *lo),
+        Expr::Binary(BinOp::Add, a, b) => {
+            static_min(a, rvar_lows)?.checked_add(static_min(b, rvar_lows)?)
+        }
+        Expr::Binary(BinOp::Sub, a, b) => static_min(a, rvar_lows)?.checked_sub(constant_of(b)?),
+        _ => constant_of(e),
     }
 }

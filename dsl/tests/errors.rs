@@ -339,18 +339,31 @@ fn expression_nested_too_deep_is_an_error_not_a_stack_overflow() {
     check_exact(&src, "expression nested more than 256 deep", 2, 12 + 256);
 }
 
+/// An operator chain is flat text, not nesting: a sum of 1,000 terms, even 250 parentheses
+/// deep, parses and round-trips (it was refused as "nested more than 256 deep").
 #[test]
-fn long_operator_chain_is_an_error_not_a_stack_overflow() {
+fn a_long_operator_chain_is_not_nesting() {
+    let sum = vec!["A(i)"; 1000].join(" + ");
+    let value = format!("{}{sum}{}", "(".repeat(250), ")".repeat(250));
+    let src = in_kernel(&[&format!("B(i) = {value};")]);
+    let kernel = parse_kernel(&src, "sum.strata").expect("parses");
+    let printed = kernel.to_string();
+    assert_eq!(parse_kernel(&printed, "printed.strata").unwrap(), kernel);
+}
+
+#[test]
+fn operator_chain_past_the_tree_depth_limit_is_an_error_not_a_stack_overflow() {
     let terms = vec!["A(i)"; 5000];
     let src = in_kernel(&[&format!("B(i) = {};", terms.join(" + "))]);
-    // Each `+` deepens the left-leaning tree by one, so the 255th `+` puts its right operand
-    // 256 deep and that operand's index `i` one past the limit. Terms are `A(i) + `, 7 columns
-    // each from column 12: the 256th term starts at 12 + 255 * 7 and its `i` is 2 further.
+    // `((A(i) + A(i)) + ...) + A(i)`: the `+` joining term t to the terms before it is
+    // 5001 - t deep, its right operand one deeper and that call's index `i` two deeper. The
+    // first level past 4096 is reached at term 906's `i`: terms are `A(i) + `, 7 columns each
+    // from column 12, and `i` is 2 into its term.
     check_exact(
         &src,
-        "expression nested more than 256 deep",
+        "expression more than 4096 levels deep, counting each operator of a chain as a level: split it into several functions",
         2,
-        12 + 255 * 7 + 2,
+        12 + 905 * 7 + 2,
     );
 }
 
@@ -996,6 +1009,18 @@ fn pure_variable_shifted_in_a_read_of_the_updated_function() {
         "pure variable `i` can be used in a read of `B` inside its update only bare, in its own position; for a recurrence, use a reduction variable: `for (r in 1..N) B(r, ...) = ... B(r - 1, ...)`",
         3,
         21,
+    );
+}
+
+#[test]
+fn update_reading_the_output_below_zero() {
+    //  for (r in 0..N) B(r) = B(r - 1);
+    //                             ^ column 30
+    check_exact(
+        &in_kernel(&["B(i) = A(i);", "for (r in 0..N) B(r) = B(r - 1);"]),
+        "this index of the output `B` reaches -1, outside its extents: an update may read or write the output only inside them (start the reduction domain later, or compute the recurrence in a producer)",
+        3,
+        30,
     );
 }
 

@@ -169,29 +169,45 @@ fn refused_everywhere(src: &str, args: &Args, message: &str) {
     );
 }
 
-/// `out(r - 1, x)` at `r = 0` read the output outside its buffer (a segfault at W = 8000000):
-/// refused before running, in the same words everywhere.
+/// `out(r - 1, x)` at `r = 0` read the output outside its buffer (a segfault at W = 8000000).
+/// Where the bound is static (`r in 0..H`) the checker refuses the kernel, at the index.
+#[test]
+fn an_update_reading_its_output_below_zero_is_a_check_error() {
+    let src = "kernel iir_r0(input: f32[H, W], a: f32) -> out: f32[H, W] {\n\
+               out(y, x) = input(y, x);\n\
+               for (r in 0..H) out(r, x) = a * input(r, x) + (1.0 - a) * out(r - 1, x);\n}";
+    let err = parse_kernel(src, "iir_r0.strata").unwrap_err();
+    assert!(
+        err.message
+            .contains("this index of the output `out` reaches -1"),
+        "{err:?}"
+    );
+    assert_eq!(err.line_col(), (3, 63), "{err:?}");
+}
+
+/// Where it depends on the sizes (the domain starts at a size), the call is refused before
+/// running, in the same words by every executor; where it stays inside, they agree.
 #[test]
 fn an_update_reading_its_output_outside_its_extents_is_refused() {
-    let src =
-        "kernel iir_r0(input: f32[H, W], a: f32) -> out: f32[H, W] { out(y, x) = input(y, x); \
-               for (r in 0..H) out(r, x) = a * input(r, x) + (1.0 - a) * out(r - 1, x); }";
-    let input = Buffer::from_vec(&[2, 8], vec![1f32; 16]).unwrap();
-    let args = Args::new()
-        .buffer("input", input)
-        .scalar("a", strata_dsl::Value::F32(0.5));
+    let src = "kernel iir(input: f32[H, W], start: u8[S], a: f32) -> out: f32[H, W] { \
+               out(y, x) = input(y, x); \
+               for (r in S..H) out(r, x) = a * input(r, x) + (1.0 - a) * out(r - 1, x); }";
+    let args = |s: usize| {
+        Args::new()
+            .buffer("input", Buffer::from_vec(&[2, 8], vec![1f32; 16]).unwrap())
+            .buffer("start", Buffer::from_vec(&[s], vec![0u8; s]).unwrap())
+            .scalar("a", strata_dsl::Value::F32(0.5))
+    };
     refused_everywhere(
         src,
-        &args,
+        &args(0),
         "output `out` is read or written at -1..=1 in dimension 0, outside its extent 2: an update reads or writes its own function outside the region the definition covers",
     );
-    // Starting the recurrence at row 1 stays inside, and every executor agrees.
-    let ok = src.replace("0..H", "1..H");
-    let (pipeline, lowered) = common::lower_source(&ok, "");
-    let compiled = common::compile_lowered(&ok, "", &lowered);
-    let expected = evaluate(&pipeline, &args).unwrap();
-    assert_eq!(compiled.run(&args, 2).unwrap(), expected);
-    assert_eq!(interpret(&lowered, &args).unwrap(), expected);
+    let (pipeline, lowered) = common::lower_source(src, "");
+    let compiled = common::compile_lowered(src, "", &lowered);
+    let expected = evaluate(&pipeline, &args(1)).unwrap();
+    assert_eq!(compiled.run(&args(1), 2).unwrap(), expected);
+    assert_eq!(interpret(&lowered, &args(1)).unwrap(), expected);
 }
 
 /// An update writing past its function's extent was clipped by compiled code but an error in
