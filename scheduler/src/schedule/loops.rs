@@ -13,7 +13,7 @@
 use super::validate::{Rule, ScheduleError};
 use super::{Directive, StageRef, TailStrategy};
 use crate::ir::ForKind;
-use strata_dsl::ir::{CallTarget, Expr, Func, Pipeline, Update, UpdateOp};
+use strata_dsl::ir::{Call, CallTarget, Expr, Func, Pipeline, Update, UpdateOp};
 
 /// The largest vector width a directive may ask for (an unroll factor may be 4 times more).
 pub const MAX_LANES: i64 = 64;
@@ -90,7 +90,7 @@ pub struct UpdateFreedom {
     /// The pure variables whose loops carry no dependence: every access of the function in the
     /// update (its target and each read) has the variable bare in its own position, so
     /// iterations at different values of it touch disjoint elements. In an IIR filter
-    /// `out(r, x) = .. out(r - 1, x)` that is `x`; `out(r, x) = out(r - 1, x + 1)` has none.
+    /// `out(r, x) = .. out(r - 1, x)` that is `x`; `out(r, x) = out(r - 1, 0) + ..` has none.
     /// None either when a function the update calls reads this one (a lifted reduction over
     /// it, computed inside the update's loops, reads elements the update does not name).
     pub independent_vars: Vec<String>,
@@ -198,33 +198,22 @@ fn pure_positions<'a>(
         .map(|(position, (v, _))| (position, v))
 }
 
-/// The arguments of each call of `func` in the update (in its value or its target's indices).
+/// The arguments of each call of `func` in the update.
 fn self_reads(func: &Func, update: &Update) -> Vec<Vec<Expr>> {
-    let mut reads = Vec::new();
-    for e in update.args.iter().chain([&update.value]) {
-        e.for_each(&mut |e| {
-            if let Expr::Call(call) = e {
-                if call.target == CallTarget::Func && call.name == func.name {
-                    reads.push(call.args.clone());
-                }
-            }
-        });
-    }
-    reads
+    function_calls(update)
+        .into_iter()
+        .filter(|call| call.name == func.name)
+        .map(|call| call.args)
+        .collect()
 }
 
 /// Whether a function the update calls reads `func`, directly or through other functions.
 fn reads_through_others(pipeline: &Pipeline, func: &Func, update: &Update) -> bool {
-    let mut pending = Vec::new();
-    for e in update.args.iter().chain([&update.value]) {
-        e.for_each(&mut |e| {
-            if let Expr::Call(call) = e {
-                if call.target == CallTarget::Func && call.name != func.name {
-                    pending.push(call.name.clone());
-                }
-            }
-        });
-    }
+    let mut pending: Vec<String> = function_calls(update)
+        .into_iter()
+        .map(|call| call.name)
+        .filter(|name| *name != func.name)
+        .collect();
     let mut seen = vec![func.name.clone()];
     while let Some(name) = pending.pop() {
         if seen.contains(&name) {
@@ -238,6 +227,21 @@ fn reads_through_others(pipeline: &Pipeline, func: &Func, update: &Update) -> bo
         pending.extend(callees);
     }
     false
+}
+
+/// Every call of a function (not an input) in the update: in its value or its target's indices.
+fn function_calls(update: &Update) -> Vec<Call> {
+    let mut calls = Vec::new();
+    for e in update.args.iter().chain([&update.value]) {
+        e.for_each(&mut |e| {
+            if let Expr::Call(call) = e {
+                if call.target == CallTarget::Func {
+                    calls.push(call.clone());
+                }
+            }
+        });
+    }
+    calls
 }
 
 /// In `f(args) = max(f(args), e)`, whether `f(args)` is the first argument.
