@@ -61,8 +61,10 @@ pub fn measure(
     settings: &RunSettings,
 ) -> Result<Measurement, String> {
     let fixed: Vec<(&str, i64)> = sizes.iter().map(|(n, v)| (n.as_str(), *v as i64)).collect();
+    // The shapes are checked (and the inputs made) before anything is compiled.
+    let args = random_args(pipeline, sizes, &mut StdRng::seed_from_u64(settings.seed))
+        .map_err(|e| format!("error: {e}"))?;
     let kernel = strata::compile(pipeline, schedule, &fixed).map_err(|e| format!("error: {e}"))?;
-    let args = random_args(pipeline, sizes, &mut StdRng::seed_from_u64(settings.seed))?;
     let first = kernel
         .run(&args, settings.threads)
         .map_err(|e| format!("error: {e}"))?;
