@@ -142,7 +142,11 @@ fn text_entry(e: &ReportEntry) -> String {
         ms(e.best_median_s),
         throughput(e)
     );
-    let failures: Vec<String> = e.failures.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let failures: Vec<String> = e
+        .failures
+        .iter()
+        .map(|(k, v)| format!("{} {v}", printable(k)))
+        .collect();
     let failures = if failures.is_empty() {
         "none".to_string()
     } else {
@@ -210,7 +214,7 @@ fn winner_loop_nest(db: &Db, e: &ReportEntry) -> String {
 /// schedules are checked against the kernel it says it tuned.
 fn kernel_of(source: &str, name: &str, hash: &str) -> Result<Pipeline, String> {
     let kernels = strata::parse_kernels(source, "kernel")
-        .map_err(|d| format!("its kernel source does not parse: {d}"))?;
+        .map_err(|d| format!("its kernel source does not parse: {}", d.message))?;
     let kernel = kernels
         .into_iter()
         .find(|k| k.name == name)
