@@ -27,14 +27,7 @@ pub use strata_scheduler::{lower::lower, LoweredKernel, Schedule};
 pub use strata_tuner as tuner;
 pub use strata_tuning_db as tuning_db;
 
-/// Why a kernel could not be compiled with a schedule.
-#[derive(Debug, thiserror::Error)]
-pub enum CompileError {
-    #[error(transparent)]
-    Lower(#[from] strata_scheduler::lower::LowerError),
-    #[error(transparent)]
-    Codegen(#[from] strata_jit::CodegenError),
-}
+pub use strata_jit::CompileError;
 
 /// Lowers `pipeline` under `schedule` and compiles it for this CPU. The result runs on any
 /// shape; `sizes` (e.g. `[("M", 512)]`) fix some sizes first, which lets the code use their
@@ -44,14 +37,8 @@ pub fn compile(
     schedule: &Schedule,
     sizes: &[(&str, i64)],
 ) -> Result<CompiledKernel, CompileError> {
-    let lowered = lower(pipeline, schedule)?;
-    let lowered = if sizes.is_empty() {
-        lowered
-    } else {
-        let sizes: Vec<(String, i64)> = sizes.iter().map(|(n, v)| (n.to_string(), *v)).collect();
-        strata_scheduler::lower::specialize(&lowered, &sizes)?
-    };
-    Ok(CompiledKernel::new(&lowered, &CodegenOptions::default())?)
+    let fixed = sizes.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+    strata_jit::compile_pipeline(pipeline, schedule, &fixed, &CodegenOptions::default())
 }
 
 /// Where the schedule `compile_tuned` used came from.

@@ -3,10 +3,12 @@
 //! the kernel's signature before any generated code runs.
 
 pub mod codegen;
+pub mod driver;
 pub mod kernel;
 pub mod roofline;
 pub mod runtime;
 pub mod vmath;
 
 pub use codegen::{CodegenError, CodegenOptions};
+pub use driver::{compile_pipeline, lower_for, CompileError};
 pub use kernel::{CallError, CompiledKernel};
