@@ -1532,3 +1532,41 @@ fn a_killed_tuners_expected_answer_files_are_removed() {
         ["strata-expected-4000001-1.bin", "strata-expected-notes.txt"]
     );
 }
+
+/// Whether process `pid` is running (not gone, not a zombie).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat.rsplit_once(") ")?.1.chars().next()?;
+            Some(state != 'Z' && state != 'X')
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn a_worker_does_not_outlive_a_killed_tuner() {
+    let db = TempDb::new("orphan");
+    let mut tuner = start_hanging_tune(&db);
+    let worker = children(tuner.id())[0];
+    /// Kills the worker if the test fails with it still running.
+    struct Reap(u32);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            if alive(self.0) {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &self.0.to_string()])
+                    .status();
+            }
+        }
+    }
+    let _reap = Reap(worker);
+    tuner.kill().unwrap();
+    tuner.wait().unwrap();
+    // The worker is stuck in a candidate; it must notice its tuner is gone.
+    wait_until(
+        Duration::from_secs(10),
+        "the orphaned worker to exit",
+        || !alive(worker),
+    );
+}

@@ -98,6 +98,7 @@ pub fn run_worker_if_requested() {
 }
 
 fn worker_loop() -> Result<(), String> {
+    exit_when_orphaned();
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
     let setup_line = lines.next().ok_or("no setup")?.map_err(|e| e.to_string())?;
@@ -115,6 +116,26 @@ fn worker_loop() -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Ends this worker when its tuner is gone. A worker has its own process group, so
+/// signals for the tuner's group (a closed terminal's SIGHUP) miss it, and a worker stuck
+/// in a candidate never reads the end of its input: a thread watches for the parent
+/// process to change (the orphan is re-parented).
+fn exit_when_orphaned() {
+    #[cfg(unix)]
+    {
+        let tuner = std::os::unix::process::parent_id();
+        std::thread::spawn(move || loop {
+            std::thread::sleep(ORPHAN_POLL);
+            if std::os::unix::process::parent_id() != tuner {
+                std::process::exit(3);
+            }
+        });
+    }
+}
+
+/// How often a worker checks that its tuner is still there.
+const ORPHAN_POLL: Duration = Duration::from_millis(200);
 
 /// A worker's fixed inputs.
 struct WorkerState {
