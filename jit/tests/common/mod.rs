@@ -2,7 +2,6 @@
 
 use strata_dsl::{parse_kernel, Pipeline};
 use strata_jit::{CodegenOptions, CompiledKernel};
-use strata_scheduler::lower::lower;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::LoweredKernel;
 
@@ -11,7 +10,8 @@ pub fn lower_source(source: &str, schedule: &str) -> (Pipeline, LoweredKernel) {
     let pipeline =
         parse_kernel(source, "test.strata").unwrap_or_else(|e| panic!("{source}\n{e:?}"));
     let parsed = parse_schedule(schedule).unwrap_or_else(|e| panic!("{schedule}\n{e:?}"));
-    let lowered = lower(&pipeline, &parsed).unwrap_or_else(|e| panic!("{source}\n{schedule}\n{e}"));
+    let lowered = strata_jit::lower_for(&pipeline, &parsed, &Default::default())
+        .unwrap_or_else(|e| panic!("{source}\n{schedule}\n{e}"));
     (pipeline, lowered)
 }
 
