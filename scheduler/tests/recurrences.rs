@@ -74,7 +74,9 @@ fn matches_reference(
         let args = random_args(pipeline, &sizes, &mut StdRng::seed_from_u64(seed as u64))?;
         let expected = evaluate(pipeline, &args).map_err(|e| format!("reference: {e}"))?;
         let got = match interpret(&kernel, &args) {
-            Err(InterpError::Call(CallError::InputTooSmall { .. })) if schedule.to_string().contains("round_up") => {
+            Err(InterpError::Call(CallError::InputTooSmall { .. }))
+                if schedule.to_string().contains("round_up") =>
+            {
                 continue
             }
             result => result.map_err(|e| format!("sizes {shape:?}: interpreter: {e}\n{kernel}"))?,
@@ -173,8 +175,10 @@ fn the_reduction_loop_of_an_iir_filter_stays_serial() {
     );
     assert!(error(IIR, "out.update(0): vectorize(r, 4)")
         .starts_with("in the schedule of `out.update(0)`: `vectorize(r, 4)`: loop `r.v` carries a reduction dependency and cannot be vectorized"));
-    assert!(error(IIR, "out.update(0): split(r, ro, ri, 2).reorder(ri, ro)")
-        .contains("this order changes the meaning of the update"));
+    assert!(
+        error(IIR, "out.update(0): split(r, ro, ri, 2).reorder(ri, ro)")
+            .contains("this order changes the meaning of the update")
+    );
 }
 
 /// `out(r, x)` reads `out(r - 1, 0)`: running `x` in parallel, as vectors or inside `r` could
@@ -182,10 +186,22 @@ fn the_reduction_loop_of_an_iir_filter_stays_serial() {
 #[test]
 fn a_pure_loop_read_at_another_coordinate_stays_serial() {
     for (text, why) in [
-        ("out.update(0): vectorize(x, 8)", "loop `x.v` carries a reduction dependency and cannot be vectorized"),
-        ("out.update(0): parallel(x)", "loop `x` carries a reduction dependency and cannot be parallel"),
-        ("out.update(0): reorder(r, x)", "this order changes the meaning of the update"),
-        ("out.update(0): split(x, xo, xi, 4).reorder(xo, r, xi)", "this order changes the meaning of the update"),
+        (
+            "out.update(0): vectorize(x, 8)",
+            "loop `x.v` carries a reduction dependency and cannot be vectorized",
+        ),
+        (
+            "out.update(0): parallel(x)",
+            "loop `x` carries a reduction dependency and cannot be parallel",
+        ),
+        (
+            "out.update(0): reorder(r, x)",
+            "this order changes the meaning of the update",
+        ),
+        (
+            "out.update(0): split(x, xo, xi, 4).reorder(xo, r, xi)",
+            "this order changes the meaning of the update",
+        ),
     ] {
         let message = error(FIRST_COLUMN, text);
         assert!(message.contains(why), "`{text}`: {message}");
@@ -202,9 +218,31 @@ fn a_pure_loop_read_at_another_coordinate_stays_serial() {
 /// loop is not free even though `out(r, x)` reads no other element of `out` itself.
 #[test]
 fn a_read_through_a_lifted_reduction_keeps_the_pure_loop_serial() {
-    for text in ["out.update(0): parallel(x)", "out.update(0): vectorize(x, 4)"] {
+    for text in [
+        "out.update(0): parallel(x)",
+        "out.update(0): vectorize(x, 4)",
+    ] {
         let message = error(ROW_SUMS, text);
-        assert!(message.contains("carries a reduction dependency"), "`{text}`: {message}");
+        assert!(
+            message.contains("carries a reduction dependency"),
+            "`{text}`: {message}"
+        );
+    }
+}
+
+/// A reduction reading the very function its update writes cannot be placed: a clear error,
+/// not an internal one, whatever the (legal) schedule.
+#[test]
+fn a_lifted_reduction_reading_the_updated_function_is_a_clear_error() {
+    for text in ["", "out.update(0): split(x, xo, xi, 4)"] {
+        let e = lower(&kernel(ROW_SUMS), &schedule(text))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "the reduction `out_sum0` inside an update of `out` reads `out` itself, which strata cannot schedule; compute the reduction as an update of its own function first",
+            "`{text}`"
+        );
     }
 }
 
@@ -214,7 +252,10 @@ fn a_read_through_a_lifted_reduction_keeps_the_pure_loop_serial() {
 fn random_schedules_of_recurrences_match_the_reference() {
     let cases: [(&str, &[&[(&str, usize)]]); 4] = [
         (IIR, IIR_SHAPES),
-        (FIRST_COLUMN, &[&[("H", 4), ("W", 9)], &[("H", 1), ("W", 2)]]),
+        (
+            FIRST_COLUMN,
+            &[&[("H", 4), ("W", 9)], &[("H", 1), ("W", 2)]],
+        ),
         (SCAN, &[&[("N", 1)], &[("N", 7)]]),
         (SCAN_OF_INPUT, &[&[("N", 1)], &[("N", 6)]]),
     ];

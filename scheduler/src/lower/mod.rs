@@ -30,6 +30,8 @@ pub enum LowerError {
     Unbounded { func: String, dim: usize },
     #[error("unknown size `{name}` (the kernel's sizes are: {})", sizes.join(", "))]
     UnknownSize { name: String, sizes: Vec<String> },
+    #[error("the reduction `{reduction}` inside an update of `{func}` reads `{func}` itself, which strata cannot schedule; compute the reduction as an update of its own function first")]
+    ReductionReadsUpdatedFunction { func: String, reduction: String },
     #[error("internal error in lowering: {0}")]
     Internal(String),
     #[error("internal error: the lowered IR is malformed: {0}")]
@@ -86,6 +88,7 @@ pub fn lower(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel, 
     let mut log = PassLog::new();
     let lifted = lift_reductions::lift_reductions(pipeline);
     let plan = validate(&lifted, schedule)?;
+    refuse_self_reading_reductions(&lifted)?;
     let inlined = inline::inline_functions(&plan);
     let s = realize::realize_functions(&inlined, &plan)?;
     log.log("realization and bounds inference", &s);
@@ -112,6 +115,24 @@ pub fn lower(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel, 
     kernel.domain_bounds = domain_bounds(pipeline);
     verify::verify(&kernel).map_err(LowerError::Verify)?;
     Ok(kernel)
+}
+
+/// An inline reduction lifted out of `f`'s update that reads `f` would need `f` computed before
+/// and after itself: refused with a clear error (it was an internal error in placement).
+fn refuse_self_reading_reductions(lifted: &lift_reductions::Lifted) -> Result<(), LowerError> {
+    for (reduction, consumer) in &lifted.anonymous {
+        let reads_consumer = lifted
+            .pipeline
+            .func(reduction)
+            .is_some_and(|f| f.callees().contains(consumer));
+        if reads_consumer {
+            return Err(LowerError::ReductionReadsUpdatedFunction {
+                func: consumer.clone(),
+                reduction: reduction.clone(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// `kernel` with some of its sizes fixed to constants (`--shape` on the command line): the
