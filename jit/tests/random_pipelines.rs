@@ -10,7 +10,8 @@
 //! other accepted outcomes are a `round_up` schedule refusing an input smaller than it reads (as
 //! in `differential.rs`), and all three refusing the same arguments.
 //!
-//! `STRATA_CASES=n` sets the number of cases (default 400); a failure prints the kernel text, the
+//! `STRATA_CASES=n` sets the number of cases (default 400, from seed `STRATA_FIRST_SEED`, default
+//! 0); a failure prints the kernel text, the
 //! schedule, the sizes and the seed, and `STRATA_SEED=s` replays that one case.
 
 use rand::rngs::StdRng;
@@ -172,11 +173,15 @@ fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
-/// The seeds to run: `STRATA_SEED` alone, or `STRATA_CASES` (default `default`) seeds.
+/// The seeds to run: `STRATA_SEED` alone, or `STRATA_CASES` (default `default`) seeds from
+/// `STRATA_FIRST_SEED` (default 0), so a long run can continue where another stopped.
 fn seeds(default: u64) -> Vec<u64> {
     match env_u64("STRATA_SEED") {
         Some(seed) => vec![seed],
-        None => (0..env_u64("STRATA_CASES").unwrap_or(default)).collect(),
+        None => {
+            let first = env_u64("STRATA_FIRST_SEED").unwrap_or(0);
+            (first..first + env_u64("STRATA_CASES").unwrap_or(default)).collect()
+        }
     }
 }
 

@@ -134,7 +134,8 @@ struct KernelGen {
     fresh: usize,
 }
 
-const TYPES: [Dtype; 12] = [
+const TYPES: [Dtype; 13] = [
+    Dtype::I8,
     Dtype::F32,
     Dtype::F32,
     Dtype::F32,
