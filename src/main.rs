@@ -67,7 +67,7 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Keep repeating for at least this many seconds (and at least 5 runs).
-        #[arg(long, default_value_t = 1.0)]
+        #[arg(long, default_value_t = 1.0, value_parser = seconds)]
         min_time: f64,
         /// Skip the reference check (it is slow for large shapes); no GFLOP/s then.
         #[arg(long)]
@@ -93,7 +93,7 @@ enum Command {
         #[arg(long)]
         trials: Option<u64>,
         /// Stop after this many seconds.
-        #[arg(long)]
+        #[arg(long, value_parser = seconds)]
         time: Option<f64>,
         /// `model` (default: a learned cost model ranks candidates), `evolve` or `random`.
         #[arg(long, default_value = "model")]
@@ -104,11 +104,11 @@ enum Command {
         #[arg(long)]
         threads: Option<usize>,
         /// Time each candidate for at least this many seconds.
-        #[arg(long, default_value_t = 0.05)]
+        #[arg(long, default_value_t = 0.05, value_parser = seconds)]
         min_time: f64,
         /// Give up on a candidate that has not answered after this many seconds (its worker
         /// is killed and the candidate recorded as a timeout).
-        #[arg(long, default_value_t = 60.0)]
+        #[arg(long, default_value_t = 60.0, value_parser = seconds)]
         timeout: f64,
         /// The tuning database (default `STRATA_DB` or `strata.db`).
         #[arg(long)]
@@ -168,7 +168,27 @@ enum Stage {
     Asm,
 }
 
+/// The stack every command runs on. Lowering runs on its own large stack (see
+/// `strata::scheduler::lower`), but code generation and the reference evaluator walk the
+/// lowered IR and the pipeline recursively too: 256 MiB of address space (touched only as deep
+/// as a kernel needs) keeps the deepest kernel lowering accepts far from the end.
+const COMMAND_STACK_BYTES: usize = 256 << 20;
+
 fn main() -> ExitCode {
+    let command = std::thread::Builder::new()
+        .name("strata".into())
+        .stack_size(COMMAND_STACK_BYTES)
+        .spawn(run_command_line);
+    match command.map(|thread| thread.join()) {
+        Ok(Ok(code)) => code,
+        // The panic has been reported by the hook; keep Rust's exit status for it.
+        Ok(Err(_panic)) => ExitCode::from(101),
+        // No thread could start (a system out of resources): run here instead.
+        Err(_) => run_command_line(),
+    }
+}
+
+fn run_command_line() -> ExitCode {
     strata::tuner::run_worker_if_requested();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -201,7 +221,7 @@ fn main() -> ExitCode {
             let settings = run::RunSettings {
                 threads: threads.unwrap_or_else(default_threads),
                 seed,
-                min_time: std::time::Duration::from_secs_f64(min_time.max(0.0)),
+                min_time: std::time::Duration::from_secs_f64(min_time),
                 check: !no_check,
             };
             let db = db.unwrap_or_else(strata::tuner::tune::default_db_path);
@@ -261,7 +281,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("{message}");
+            print_error(&message);
             ExitCode::FAILURE
         }
     }
@@ -279,12 +299,14 @@ fn check(files: &[PathBuf]) -> Result<(), String> {
     for file in files {
         match load(file) {
             Ok(kernels) => {
-                for kernel in kernels {
-                    println!("{}    # {}", kernel.signature(), kernel.hash().short());
-                }
+                let lines: Vec<String> = kernels
+                    .iter()
+                    .map(|k| format!("{}    # {}", k.signature(), k.hash().short()))
+                    .collect();
+                print_out(&lines.join("\n"))?;
             }
             Err(message) => {
-                eprintln!("{message}\n");
+                print_error(&format!("{message}\n"));
                 failures += 1;
             }
         }
@@ -305,7 +327,7 @@ fn lower_command(
     let kernels = load(file)?;
     let chosen = pick_kernel(&kernels, kernel, file)?;
     if stage == Stage::High {
-        return print_listing(&chosen.to_string());
+        return print_out(&chosen.to_string());
     }
     let schedule = read_schedule(schedule)?;
     let lowered = lower(chosen, &schedule).map_err(|e| format!("error: {e}"))?;
@@ -316,7 +338,7 @@ fn lower_command(
         None => lowered,
     };
     if stage == Stage::Loops {
-        return print_listing(&lowered.to_string());
+        return print_out(&lowered.to_string());
     }
     let options = strata::CodegenOptions {
         keep_text: true,
@@ -329,17 +351,25 @@ fn lower_command(
     } else {
         compiled.asm()
     };
-    print_listing(&texts.join("\n"))
+    print_out(&texts.join("\n"))
 }
 
-/// Prints a listing to stdout. A reader that stops early (`strata lower ... | head`) closes
-/// the pipe: that ends the listing quietly instead of failing.
-fn print_listing(text: &str) -> Result<(), String> {
+/// Prints `text` and a newline to stdout; every command prints through here. A reader that
+/// stops early (`strata lower ... | head`, `strata run ... | grep -m1`) closes the pipe: that
+/// ends the output quietly instead of failing (`println!` would panic).
+fn print_out(text: &str) -> Result<(), String> {
     use std::io::Write;
     match writeln!(std::io::stdout().lock(), "{text}") {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("error: {e}")),
         _ => Ok(()),
     }
+}
+
+/// Prints `message` and a newline to stderr. If stderr is closed there is nowhere left to
+/// report anything, so a failed write is ignored (`eprintln!` would panic).
+fn print_error(message: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{message}");
 }
 
 fn tune_command(
@@ -382,11 +412,11 @@ fn run_command(
         other => read_schedule(other)?,
     };
     let m = run::measure(chosen, &schedule, &sizes, settings)?;
-    if json {
-        print_json(chosen, &sizes, &schedule, settings, &m);
+    print_out(&if json {
+        json_text(chosen, &sizes, &schedule, settings, &m)
     } else {
-        print_text(chosen, &sizes, settings, &m);
-    }
+        report_text(chosen, &sizes, settings, &m)
+    })?;
     match m.correct {
         Some(false) => Err(format!(
             "error: the answer is wrong: {}",
@@ -396,13 +426,14 @@ fn run_command(
     }
 }
 
-fn print_json(
+/// `strata run --json`'s one line.
+fn json_text(
     kernel: &Pipeline,
     sizes: &std::collections::BTreeMap<String, usize>,
     schedule: &Schedule,
     settings: &run::RunSettings,
     m: &run::Measurement,
-) {
+) -> String {
     let value = serde_json::json!({
         "kernel": kernel.name,
         "shape": sizes,
@@ -416,41 +447,64 @@ fn print_json(
         "gbps": m.gbps(),
         "correct": m.correct,
     });
-    println!("{value}");
+    value.to_string()
 }
 
-fn print_text(
+/// `strata run`'s report.
+fn report_text(
     kernel: &Pipeline,
     sizes: &std::collections::BTreeMap<String, usize>,
     settings: &run::RunSettings,
     m: &run::Measurement,
-) {
+) -> String {
     let shape: Vec<String> = sizes.iter().map(|(n, v)| format!("{n}={v}")).collect();
-    println!(
-        "{} {} threads {}",
-        kernel.name,
-        shape.join(","),
-        settings.threads
-    );
-    match m.correct {
-        Some(true) => println!(
+    let answer = match m.correct {
+        Some(true) => format!(
             "answer: matches the reference (floats within {})",
             run::FLOAT_TOLERANCE
         ),
-        Some(false) => println!("answer: WRONG: {}", m.mismatch.as_deref().unwrap_or("")),
-        None => println!("answer: not checked"),
-    }
+        Some(false) => format!("answer: WRONG: {}", m.mismatch.as_deref().unwrap_or("")),
+        None => "answer: not checked".to_string(),
+    };
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-    println!(
+    let time = format!(
         "time: median {:.4} ms (min {:.4}, max {:.4}; {} runs)",
         ms(m.median),
         ms(m.min),
         ms(m.max),
         m.runs
     );
-    match m.gflops() {
-        Some(g) => println!("throughput: {g:.2} GFLOP/s, {:.2} GB/s", m.gbps()),
-        None => println!("throughput: {:.2} GB/s", m.gbps()),
+    let throughput = match m.gflops() {
+        Some(g) => format!("throughput: {g:.2} GFLOP/s, {:.2} GB/s", m.gbps()),
+        None => format!("throughput: {:.2} GB/s", m.gbps()),
+    };
+    let title = format!(
+        "{} {} threads {}",
+        kernel.name,
+        shape.join(","),
+        settings.threads
+    );
+    [title, answer, time, throughput].join("\n")
+}
+
+/// The longest duration a command-line argument may give: about 115 days. Past it a deadline
+/// (`Instant::now() + d`) could overflow; no measurement or budget needs more.
+const MAX_SECONDS: f64 = 1e7;
+
+/// A duration argument in seconds (clap's value parser for `--time`, `--min-time`,
+/// `--timeout`): a finite number from 0 to `MAX_SECONDS`, so converting it to a `Duration`
+/// cannot fail later.
+fn seconds(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    if (0.0..=MAX_SECONDS).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!(
+            "`{text}` is out of range: give a number of seconds from 0 to {MAX_SECONDS}"
+        ))
     }
 }
 
@@ -467,23 +521,34 @@ fn read_schedule(arg: Option<&str>) -> Result<Schedule, String> {
     parse_schedule(&text).map_err(|d| d.to_string())
 }
 
-/// `M=512,N=512` as `(name, value)` pairs.
+/// `M=512,N=512` as `(name, value)` pairs; a name given twice is an error (which value would
+/// be meant is unclear).
 fn parse_shape(text: &str) -> Result<Vec<(String, i64)>, String> {
-    text.split(',')
-        .filter(|part| !part.trim().is_empty())
-        .map(|part| {
-            let (name, value) = part.split_once('=').ok_or_else(|| {
-                format!("error: `{part}` in --shape is not NAME=VALUE (e.g. --shape M=512,N=512)")
-            })?;
-            let value = value.trim().parse::<i64>().map_err(|_| {
-                format!(
-                    "error: the size `{}` in --shape is not an integer: `{value}`",
-                    name.trim()
-                )
-            })?;
-            Ok((name.trim().to_string(), value))
-        })
-        .collect()
+    let mut sizes: Vec<(String, i64)> = Vec::new();
+    for part in text.split(',').filter(|part| !part.trim().is_empty()) {
+        let (name, value) = parse_size(part)?;
+        if sizes.iter().any(|(n, _)| *n == name) {
+            return Err(format!(
+                "error: --shape gives the size `{name}` more than once"
+            ));
+        }
+        sizes.push((name, value));
+    }
+    Ok(sizes)
+}
+
+/// One `NAME=VALUE` of `--shape`.
+fn parse_size(part: &str) -> Result<(String, i64), String> {
+    let (name, value) = part.split_once('=').ok_or_else(|| {
+        format!("error: `{part}` in --shape is not NAME=VALUE (e.g. --shape M=512,N=512)")
+    })?;
+    let value = value.trim().parse::<i64>().map_err(|_| {
+        format!(
+            "error: the size `{}` in --shape is not an integer: `{value}`",
+            name.trim()
+        )
+    })?;
+    Ok((name.trim().to_string(), value))
 }
 
 /// The kernel named `name`, or the only kernel of the file.
@@ -492,6 +557,9 @@ fn pick_kernel<'a>(
     name: Option<&str>,
     file: &Path,
 ) -> Result<&'a Pipeline, String> {
+    if kernels.is_empty() {
+        return Err(format!("error: {} holds no kernel", file.display()));
+    }
     let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
     match name {
         Some(name) => kernels.iter().find(|k| k.name == name).ok_or_else(|| {
@@ -533,49 +601,48 @@ fn roofline_command(json: bool, quick: bool) -> Result<(), String> {
             "copy_large_all_threads_gbps": r.copy_large_all_threads_gbps,
             "large_copy_skipped": r.large_copy_skipped,
         });
-        println!("{value:#}");
-        return Ok(());
+        return print_out(&format!("{value:#}"));
     }
     let op = if r.native_fma {
         "fma"
     } else {
         "fmul+fadd (no native fma)"
     };
-    println!(
+    let mut lines = vec![format!(
         "each figure: best of {} repetitions of >= {} s; copy = Rust copy_from_slice \
          (one chunk per thread), GB/s counts bytes read + written, working set = source + destination",
         r.repetitions, r.min_time_s
-    );
+    )];
     let chains = r.fma_chains;
-    println!(
+    lines.push(format!(
         "f32x4 {op} peak ({chains} chains, 1 thread): {:.2} GFLOP/s",
         r.f32x4_fma_gflops
-    );
-    println!(
+    ));
+    lines.push(format!(
         "f32 {op} peak ({chains} chains, 1 thread): {:.2} GFLOP/s",
         r.f32_fma_gflops
-    );
+    ));
     let mib = |b: usize| b >> 20;
     let n = r.all_threads;
     let ws = mib(r.workload_copy_bytes);
-    println!(
+    lines.push(format!(
         "copy {ws} MiB, 1 thread: {:.2} GB/s",
         r.copy_workload_1thread_gbps
-    );
-    println!(
+    ));
+    lines.push(format!(
         "copy {ws} MiB, {n} threads: {:.2} GB/s",
         r.copy_workload_all_threads_gbps
-    );
+    ));
     let large = mib(r.large_copy_bytes);
     match (r.copy_large_1thread_gbps, r.copy_large_all_threads_gbps) {
         (Some(one), Some(all)) => {
-            println!("copy {large} MiB, 1 thread: {one:.2} GB/s");
-            println!("copy {large} MiB, {n} threads: {all:.2} GB/s");
+            lines.push(format!("copy {large} MiB, 1 thread: {one:.2} GB/s"));
+            lines.push(format!("copy {large} MiB, {n} threads: {all:.2} GB/s"));
         }
-        _ => println!(
+        _ => lines.push(format!(
             "copy {large} MiB: skipped ({})",
             r.large_copy_skipped.as_deref().unwrap_or("unknown reason")
-        ),
+        )),
     }
-    Ok(())
+    print_out(&lines.join("\n"))
 }

@@ -249,3 +249,161 @@ fn lower_reports_a_failed_write() {
     assert!(stderr.contains("error:"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// A fresh scratch directory for one test (files and databases stay out of the repository).
+fn scratch(test: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("strata-cli-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Every duration argument is checked when parsed: negative, NaN, infinite and absurdly
+/// large values are usage errors, not a panic in `Duration::from_secs_f64`.
+#[test]
+fn duration_arguments_out_of_range_are_usage_errors() {
+    let db = scratch("durations").join("t.db");
+    let db = db.to_str().unwrap();
+    let matmul = "examples/kernels/matmul.strata";
+    let tune = [
+        "tune",
+        matmul,
+        "--shape",
+        "M=4,N=4,K=4",
+        "--trials",
+        "1",
+        "--db",
+        db,
+    ];
+    let run = ["run", matmul, "--shape", "M=4,N=4,K=4", "--db", db];
+    let mut cases: Vec<Vec<String>> = Vec::new();
+    for bad in ["-1", "nan", "inf", "1e300"] {
+        for flag in ["--time", "--min-time", "--timeout"] {
+            cases.push(
+                tune.iter()
+                    .map(|s| s.to_string())
+                    .chain([format!("{flag}={bad}")])
+                    .collect(),
+            );
+        }
+        cases.push(
+            run.iter()
+                .map(|s| s.to_string())
+                .chain([format!("--min-time={bad}")])
+                .collect(),
+        );
+    }
+    for args in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = strata(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("is out of range: give a number of seconds"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// Starts `strata` with its stdout a pipe whose reader is already gone, as after
+/// `strata run ... | grep -m1 answer` once grep has its line.
+fn strata_into_a_closed_pipe(args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(writer)
+        .output()
+        .unwrap()
+}
+
+/// Every command's printer ends quietly on a closed pipe: exit 0, no panic.
+#[test]
+fn every_printer_ends_quietly_on_a_closed_pipe() {
+    let db = scratch("pipe").join("t.db");
+    let matmul = "examples/kernels/matmul.strata";
+    let commands: [&[&str]; 4] = [
+        &["check", matmul],
+        &["lower", matmul, "--stage", "high"],
+        &[
+            "run",
+            matmul,
+            "--shape",
+            "M=8,N=8,K=8",
+            "--min-time",
+            "0",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        &[
+            "run",
+            matmul,
+            "--shape",
+            "M=8,N=8,K=8",
+            "--min-time",
+            "0",
+            "--json",
+        ],
+    ];
+    for args in commands {
+        let out = strata_into_a_closed_pipe(args);
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn run_on_a_file_without_kernels_says_so() {
+    let empty = scratch("empty").join("empty.strata");
+    std::fs::write(&empty, "// nothing here\n").unwrap();
+    for extra in [&[][..], &["--kernel", "k"][..]] {
+        let mut args = vec!["run", empty.to_str().unwrap(), "--shape", "N=4"];
+        args.extend(extra);
+        let out = strata(&args);
+        assert!(!out.status.success());
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains("holds no kernel"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_size_given_twice_in_the_shape_is_an_error() {
+    let matmul = "examples/kernels/matmul.strata";
+    let lower = ["lower", matmul, "--stage", "loops", "--shape", "M=4,M=8"];
+    let run = [
+        "run",
+        matmul,
+        "--shape",
+        "M=4,N=4,K=4,M=8",
+        "--min-time",
+        "0",
+    ];
+    for args in [&lower[..], &run[..]] {
+        let out = strata(args);
+        assert!(!out.status.success(), "{args:?}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("--shape gives the size `M` more than once"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// `STRATA_WORKER` left in the environment does not turn a command into a tuning worker: a
+/// worker is started with a hidden argument as well.
+#[test]
+fn strata_worker_in_the_environment_does_not_hijack_commands() {
+    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["check", "examples/kernels/matmul.strata"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("STRATA_WORKER", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("kernel matmul("),
+        "{}",
+        text(&out.stdout)
+    );
+}

@@ -66,8 +66,10 @@ pub(crate) fn with_big_stack<T: Send>(f: impl Fn() -> T + Sync) -> T {
 fn parse_and_check(source: &str) -> Result<Vec<Pipeline>, Diagnostic> {
     let asts = parser::parse(source)?;
     let mut kernels: Vec<Pipeline> = Vec::new();
+    // A set, not a search of `kernels`: a file may hold many thousands of kernels.
+    let mut names = std::collections::HashSet::new();
     for ast in &asts {
-        if kernels.iter().any(|k| k.name == ast.name.name) {
+        if !names.insert(ast.name.name.as_str()) {
             return Err(Diagnostic::new(
                 format!("kernel `{}` is defined twice", ast.name.name),
                 ast.name.span,

@@ -25,9 +25,17 @@ use crate::ir::{Boundary, ReduceOp, UpdateOp};
 use crate::lexer::{lex, Tok, Token};
 use crate::value::BinOp;
 
-/// How deeply expressions may nest before the parser refuses (keeps every later recursive walk
-/// far from the stack's end).
+/// How deeply expressions may nest before the parser refuses: parentheses, operands of unary
+/// operators, arguments of calls and casts, reduction bodies and bounds. Each is a level of the
+/// parser's own recursion; the operators of a chain (`a + b + c`) are parsed in a loop and do
+/// not count.
 const MAX_DEPTH: usize = 256;
+
+/// How deep an expression's tree may be, counting each operator of a chain as a level
+/// (`a + b + c` is `(a + b) + c`, two deep). The checker, printer, evaluator and lowering walk
+/// trees recursively; this keeps them far from the end of their stacks. Lowering has its own
+/// limit for the trees inlining builds (`strata_scheduler::lower::MAX_EXPR_DEPTH`).
+pub const MAX_TREE_DEPTH: usize = 4096;
 
 /// Parses every kernel in `src`.
 pub fn parse(src: &str) -> Result<Vec<KernelAst>, Diagnostic> {
@@ -282,7 +290,12 @@ impl Parser {
     }
 
     fn expr(&mut self) -> PResult<ExprAst> {
-        self.nested(|p| p.binary(1))
+        let outermost = self.depth == 0;
+        let e = self.nested(|p| p.binary(1))?;
+        if outermost {
+            check_tree_depth(&e)?;
+        }
+        Ok(e)
     }
 
     /// Parses operators of precedence `min_prec` and tighter, left-associative.
@@ -291,17 +304,14 @@ impl Parser {
             return self.unary();
         }
         let mut lhs = self.binary(min_prec + 1)?;
-        let depth_on_entry = self.depth;
-        let result = self.binary_chain(min_prec, &mut lhs);
-        self.depth = depth_on_entry;
-        result.map(|()| lhs)
+        self.binary_chain(min_prec, &mut lhs)?;
+        Ok(lhs)
     }
 
-    /// The `op rhs` continuations of a left-associative chain; each one deepens the tree, so
-    /// each counts against `MAX_DEPTH`.
+    /// The `op rhs` continuations of a left-associative chain, in a loop: a long chain is
+    /// flat text, not nesting (its tree's depth is checked by `check_tree_depth`).
     fn binary_chain(&mut self, min_prec: u8, lhs: &mut ExprAst) -> PResult<()> {
         while let Some(op) = binop_of(self.peek()).filter(|op| op.precedence() == min_prec) {
-            self.enter()?;
             self.bump();
             let rhs = self.binary(min_prec + 1)?;
             if op.is_comparison() {
@@ -425,6 +435,35 @@ impl Parser {
             kind: ExprAstKind::Call(name, args),
         })
     }
+}
+
+/// Refuses an expression whose tree is deeper than `MAX_TREE_DEPTH`. Walks with an explicit
+/// stack: the tree may be as deep as its longest operator chain.
+fn check_tree_depth(e: &ExprAst) -> PResult<()> {
+    let mut pending = vec![(e, 1)];
+    while let Some((e, depth)) = pending.pop() {
+        if depth > MAX_TREE_DEPTH {
+            return Err(Diagnostic::new(
+                format!(
+                    "expression more than {MAX_TREE_DEPTH} levels deep, counting each operator of a chain as a level: split it into several functions"
+                ),
+                e.span,
+            ));
+        }
+        let children: Vec<&ExprAst> = match &e.kind {
+            ExprAstKind::Call(_, args) => args.iter().collect(),
+            ExprAstKind::Neg(a) | ExprAstKind::Not(a) => vec![a],
+            ExprAstKind::Binary(_, a, b) => vec![a, b],
+            ExprAstKind::Reduce(_, rvars, body) => rvars
+                .iter()
+                .flat_map(|r| [&r.lo, &r.hi])
+                .chain([&**body])
+                .collect(),
+            _ => Vec::new(),
+        };
+        pending.extend(children.into_iter().map(|c| (c, depth + 1)));
+    }
+    Ok(())
 }
 
 fn binop_of(tok: &Tok) -> Option<BinOp> {
