@@ -108,6 +108,8 @@ struct InputDecl {
 struct StageDecl {
     name: String,
     dtype: Dtype,
+    /// The kernel's dimensions the function has (all, or the first only for a row reduction).
+    dims: Vec<usize>,
 }
 
 /// Where the expression being generated sits: which variables index each dimension.
@@ -252,6 +254,9 @@ impl KernelGen {
 
     /// Defines one function `name` of a random kind.
     fn stage(&mut self, name: &str, is_output: bool, rng: &mut impl Rng) {
+        if self.rank == 2 && !is_output && rng.random_bool(0.2) {
+            return self.row_reduction(name, rng);
+        }
         let dtype = if rng.random_bool(0.05) && !is_output {
             Dtype::Bool
         } else {
@@ -280,6 +285,32 @@ impl KernelGen {
         self.stages.push(StageDecl {
             name: name.to_string(),
             dtype,
+            dims: (0..self.rank).collect(),
+        });
+    }
+
+    /// A function of the rows only, reducing each row (softmax's `mx(r)`): `g(y) = op(r in
+    /// 0..M) e` where `e` reads inputs and functions at `(y + d, r)`.
+    fn row_reduction(&mut self, name: &str, rng: &mut impl Rng) {
+        let dtype = random_type(rng);
+        let mut scope = self.pure_scope();
+        let r = self.rvar();
+        scope.bases[1].clear();
+        scope.full[1] = Some(r.clone());
+        let ops: &[&str] = if dtype.is_float() {
+            &["sum", "max", "min"]
+        } else {
+            &["sum", "prod", "max", "min"]
+        };
+        let op = ops.choose(rng).unwrap_or(&"sum");
+        let body = self.expr(dtype, &scope, MAX_DEPTH - 1, rng);
+        let (var, size) = (self.vars[0].clone(), self.sizes[1].clone());
+        self.body
+            .push(format!("{name}({var}) = ({op}({r} in 0..{size}) {body});"));
+        self.stages.push(StageDecl {
+            name: name.to_string(),
+            dtype,
+            dims: vec![0],
         });
     }
 
@@ -287,7 +318,8 @@ impl KernelGen {
     /// offsets the dimension's variable, or the whole extent of the inputs.
     fn domain(&mut self, dim: usize, scope: &mut Scope, rng: &mut impl Rng) -> String {
         let r = self.rvar();
-        if rng.random_bool(0.5) {
+        // A dimension with no variable to offset (in a row reduction) takes a whole extent.
+        if rng.random_bool(0.5) && !scope.bases[dim].is_empty() {
             let lo = rng.random_range(-1..=1);
             let hi = lo + rng.random_range(0..=3);
             scope.bases[dim] = scope.bases[dim]
@@ -521,7 +553,7 @@ impl KernelGen {
             .stages
             .iter()
             .filter(|s| s.dtype == Dtype::Bool)
-            .map(|s| s.name.clone())
+            .cloned()
             .collect::<Vec<_>>();
         match rng.random_range(0..6) {
             0 if depth > 0 => {
@@ -532,9 +564,12 @@ impl KernelGen {
             }
             1 if depth > 0 => format!("(!{})", self.condition(scope, depth - 1, rng)),
             2 if !bool_stage.is_empty() => {
-                let name = bool_stage.choose(rng).cloned().unwrap_or_default();
-                let index = self.index(scope, false, rng);
-                format!("{name}({index})")
+                let stage = bool_stage.choose(rng).cloned();
+                let Some(stage) = stage else {
+                    return "true".into();
+                };
+                let index = self.index(scope, &stage.dims, rng);
+                format!("{}({index})", stage.name)
             }
             _ => {
                 let t = random_type(rng);
@@ -612,13 +647,31 @@ impl KernelGen {
         }
     }
 
-    /// Index arguments: each dimension from one of its bases plus a small offset, or (for
-    /// inputs only) the reduction variable covering the dimension.
-    fn index(&mut self, scope: &Scope, input: bool, rng: &mut impl Rng) -> String {
+    /// Index arguments for `dims`: each dimension from one of its bases plus a small offset,
+    /// or the reduction variable covering the dimension (mostly for inputs, where it stays in
+    /// bounds; always where the dimension has no base).
+    fn index(&mut self, scope: &Scope, dims: &[usize], rng: &mut impl Rng) -> String {
+        self.index_of(scope, dims, false, rng)
+    }
+
+    /// Index arguments for an input buffer (every dimension).
+    fn input_index(&mut self, scope: &Scope, rng: &mut impl Rng) -> String {
+        let dims: Vec<usize> = (0..self.rank).collect();
+        self.index_of(scope, &dims, true, rng)
+    }
+
+    fn index_of(
+        &mut self,
+        scope: &Scope,
+        dims: &[usize],
+        input: bool,
+        rng: &mut impl Rng,
+    ) -> String {
         let mut args = Vec::new();
-        for dim in 0..self.rank {
-            if let Some(full) = scope.full[dim].as_ref().filter(|_| input) {
-                if rng.random_bool(0.7) {
+        for &dim in dims {
+            if let Some(full) = scope.full[dim].as_ref() {
+                let no_base = scope.bases[dim].is_empty();
+                if no_base || (input && rng.random_bool(0.7)) {
                     args.push(full.clone());
                     continue;
                 }
@@ -642,7 +695,7 @@ impl KernelGen {
         let Some(stage) = stage else {
             return ("0".into(), Dtype::I32);
         };
-        let index = self.index(scope, false, rng);
+        let index = self.index(scope, &stage.dims, rng);
         (format!("{}({index})", stage.name), stage.dtype)
     }
 
@@ -665,7 +718,7 @@ impl KernelGen {
                 let input = buffers.choose(rng).cloned();
                 let name = input.map(|i| i.name).unwrap_or_else(|| "A".into());
                 let mut args: Vec<String> = self
-                    .index(scope, true, rng)
+                    .input_index(scope, rng)
                     .split(", ")
                     .map(String::from)
                     .collect();
@@ -677,7 +730,7 @@ impl KernelGen {
             _ => {
                 let input = buffers.choose(rng).cloned();
                 let name = input.map(|i| i.name).unwrap_or_else(|| "A".into());
-                format!("{name}({})", self.index(scope, true, rng))
+                format!("{name}({})", self.input_index(scope, rng))
             }
         }
     }
@@ -690,7 +743,7 @@ impl KernelGen {
             .filter(|i| i.table.is_none() && !i.dtype.is_float())
             .map(|i| i.name.clone())
             .collect();
-        let index = self.index(scope, true, rng);
+        let index = self.input_index(scope, rng);
         match buffers.choose(rng) {
             Some(name) => format!("i32({name}({index}))"),
             None => {
