@@ -382,8 +382,8 @@ impl Widener {
         })
     }
 
-    /// A vectorized reduction's step `buf[i] = buf[i] op e` with `i` fixed across the lanes
-    /// and `e` varying: `buf[i] = buf[i] op reduce_op(e as a vector)`. Validation allows a
+    /// A vectorized reduction's step `buf[i] = buf[i] op e` with `i` fixed across the lanes:
+    /// `buf[i] = buf[i] op reduce_op(e as a vector)` (`e` broadcast if it does not vary). Validation allows a
     /// reduction loop to be vectorized only where this is the update's shape.
     fn vector_fold(
         &mut self,
@@ -402,10 +402,10 @@ impl Widener {
             (false, true) if matches!(op, ReduceOp::Add | ReduceOp::Mul) => target,
             _ => return None,
         };
-        let lanes = self.expr(operand);
-        if !lanes.ty().is_vector() {
-            return None;
-        }
+        // An operand invariant in the loop still folds once per lane (`out(x) += 1` over
+        // four lanes adds 4): broadcast it, or the step would run once per vector.
+        let operand = self.expr(operand);
+        let lanes = self.broadcast(operand);
         let current = Expr::Load {
             buffer: buffer.to_string(),
             index: Box::new(index.clone()),
