@@ -385,7 +385,6 @@ fn minimized(kernel: &str, schedule: &str, sizes: &[(&str, usize)]) {
 /// value does not depend on the loop adds it once per vector instead of once per lane (8 lanes
 /// summed as 2 here). The second and third kernels are the same bug through a lifted `sum`.
 #[test]
-#[ignore = "fails on main (2026-12-01): vectorize drops the lane count of a loop-invariant update value; see TESTING.md"]
 fn vectorized_update_of_a_value_invariant_in_the_loop() {
     minimized(
         "kernel k(A: i32[N]) -> out: i32[N] { out(x) = 0; for (r in 0..N) out(x) += 1; }",
