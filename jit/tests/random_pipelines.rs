@@ -10,7 +10,7 @@
 //! other accepted outcomes are a `round_up` schedule refusing an input smaller than it reads (as
 //! in `differential.rs`), and all three refusing the same arguments.
 //!
-//! `STRATA_CASES=n` sets the number of cases (default 400, from seed `STRATA_FIRST_SEED`, default
+//! `STRATA_CASES=n` sets the number of cases (default 800, from seed `STRATA_FIRST_SEED`, default
 //! 0); a failure prints the kernel text, the
 //! schedule, the sizes and the seed, and `STRATA_SEED=s` replays that one case.
 
@@ -30,7 +30,7 @@ use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::Schedule;
 
 const FLOAT_TOLERANCE: f64 = 1e-4;
-const DEFAULT_CASES: u64 = 400;
+const DEFAULT_CASES: u64 = 800;
 
 /// Everything needed to replay one case by hand.
 struct Case {

@@ -53,13 +53,15 @@ impl GeneratedKernel {
     }
 
     /// A random shape: each size is its margin plus 0 (an empty output), 1 (an output of
-    /// extent 1) or a few more, with small sizes most likely.
+    /// extent 1), a few more, or now and then a few dozen.
     pub fn random_sizes(&self, rng: &mut impl Rng) -> BTreeMap<String, usize> {
         let mut sizes = BTreeMap::new();
         for (name, margin) in self.sizes.iter().zip(&self.margins) {
-            let extra = match rng.random_range(0..10) {
-                0 => 0,
-                1 | 2 => 1,
+            // Mostly small, sometimes large enough for several full vectors and tiles.
+            let extra = match rng.random_range(0..20) {
+                0 | 1 => 0,
+                2..=5 => 1,
+                6 => rng.random_range(20..=70),
                 _ => rng.random_range(2..=11),
             };
             sizes.insert(name.clone(), (*margin + extra).max(1) as usize);
@@ -450,6 +452,12 @@ impl KernelGen {
         }
         let d = depth - 1;
         match rng.random_range(0..12) {
+            // Division and remainder by a constant (the JIT has its own forms for them).
+            11 if !dtype.is_float() => {
+                let op = ["/", "%"].choose(rng).unwrap_or(&"/");
+                let a = self.expr(dtype, scope, d, rng);
+                format!("({a} {op} {})", literal(dtype, rng))
+            }
             0..=2 => {
                 let ops: &[&str] = if dtype.is_float() {
                     &["+", "-", "*"]
