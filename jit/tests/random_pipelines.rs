@@ -409,7 +409,6 @@ fn vectorized_update_of_a_value_invariant_in_the_loop() {
 /// extent (and one over an output of extent 0, seed 131) is refused by the reference but still
 /// runs compiled.
 #[test]
-#[ignore = "fails on main (2026-12-01): an update of the output reaching outside the output's extent (forward scan: the reference refuses, compiled code runs); being fixed; see TESTING.md"]
 fn output_update_outside_its_extent() {
     minimized(
         "kernel k(A: f32[N]) -> out: f32[N - 1] { out(x) = A(x); for (r in 0..N - 1) out(N - 2 - r) = out(N - 1 - r) + out(N - 2 - r); }",

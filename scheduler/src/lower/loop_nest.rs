@@ -220,12 +220,7 @@ pub struct StageNest {
 }
 
 /// Builds the loop nest of one stage of `func`.
-pub fn stage_nest(
-    pipeline: &Pipeline,
-    func: &Func,
-    loops: &StageLoops,
-    is_output: bool,
-) -> StageNest {
+pub fn stage_nest(pipeline: &Pipeline, func: &Func, loops: &StageLoops) -> StageNest {
     let conv = Converter {
         pipeline,
         func: &func.name,
@@ -267,7 +262,7 @@ pub fn stage_nest(
             &original_ranges,
         );
     }
-    let mut body = stage_body(&conv, func, loops.stage, is_output);
+    let mut body = stage_body(&conv, func, loops.stage);
     if let Some(cond) = guards.into_iter().reduce(and) {
         body = Stmt::If {
             cond,
@@ -483,7 +478,7 @@ fn sibling(var: &str, name: &str) -> String {
 
 /// The `Provide` of one stage; an update of the output whose target is not its own pure
 /// variables only writes inside the output.
-fn stage_body(conv: &Converter, func: &Func, stage: usize, is_output: bool) -> Stmt {
+fn stage_body(conv: &Converter, func: &Func, stage: usize) -> Stmt {
     let Some(update) = stage.checked_sub(1).and_then(|u| func.updates.get(u)) else {
         let args = func
             .vars
@@ -509,42 +504,12 @@ fn stage_body(conv: &Converter, func: &Func, stage: usize, is_output: bool) -> S
             LExpr::binary(op, old, value)
         }
     };
-    let provide = Stmt::Provide {
+    // No guard keeps an update inside the output: the call refuses sizes where the box the
+    // updates touch leaves the output (`LoweredKernel::output_region`), as the reference does;
+    // a guard here would clip such writes silently and hide them from that box.
+    Stmt::Provide {
         func: func.name.clone(),
-        args: args.clone(),
+        args,
         value,
-    };
-    let bare = func
-        .vars
-        .iter()
-        .zip(&update.args)
-        .all(|(v, a)| matches!(a, Expr::Var(n) if n == v));
-    if !is_output || bare {
-        return provide;
-    }
-    // A pure variable bare in its own position runs over the output's extent already; guarding
-    // it too (`0 <= x`) would keep the vectorizer from versioning a vectorized `x`.
-    let inside = conv
-        .pipeline
-        .output
-        .extents
-        .iter()
-        .zip(&args)
-        .zip(func.vars.iter().zip(&update.args))
-        .filter(|(_, (v, a))| !matches!(a, Expr::Var(n) if n == *v))
-        .map(|((e, a), _)| {
-            and(
-                LExpr::le(LExpr::int(0), a.clone()),
-                LExpr::lt(a.clone(), conv.expr(e)),
-            )
-        })
-        .reduce(and);
-    match inside {
-        Some(cond) => Stmt::If {
-            cond,
-            then_case: Box::new(provide),
-            else_case: None,
-        },
-        None => provide,
     }
 }

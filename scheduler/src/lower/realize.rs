@@ -22,11 +22,10 @@ use strata_dsl::ir::{Func, Pipeline};
 pub fn realize_functions(pipeline: &Pipeline, plan: &Plan) -> Result<Stmt, LowerError> {
     let mut nests: HashMap<(String, usize), StageNest> = HashMap::new();
     for func in &pipeline.funcs {
-        let is_output = func.name == pipeline.output.name;
         for loops in &plan.funcs[&func.name].stages {
             nests.insert(
                 (func.name.clone(), loops.stage),
-                stage_nest(pipeline, func, loops, is_output),
+                stage_nest(pipeline, func, loops),
             );
         }
     }
