@@ -407,3 +407,92 @@ fn strata_worker_in_the_environment_does_not_hijack_commands() {
         text(&out.stdout)
     );
 }
+
+/// `h0(i) = A(i); h1(i) = h0(i) + 1.0; ...; out(i) = h{n-1}(i)`: inlined by default, one
+/// expression as deep as the chain is long.
+fn chain_of_functions(n: usize) -> String {
+    let mut src = String::from("kernel chain(A: f32[N]) -> out: f32[N] {\n    h0(i) = A(i);\n");
+    for k in 1..n {
+        src.push_str(&format!("    h{k}(i) = h{}(i) + 1.0;\n", k - 1));
+    }
+    src.push_str(&format!("    out(i) = h{}(i);\n}}\n", n - 1));
+    src
+}
+
+/// 10,000 chained functions passed `check` but aborted `lower` and `run` with a stack
+/// overflow; lowering refuses them, past its stated depth limit, with a clear error.
+#[test]
+fn ten_thousand_chained_functions_are_refused_not_a_stack_overflow() {
+    let file = scratch("chain10k").join("chain.strata");
+    std::fs::write(&file, chain_of_functions(10_000)).unwrap();
+    let file = file.to_str().unwrap();
+    let lower = ["lower", file, "--stage", "loops"];
+    let run = ["run", file, "--shape", "N=16", "--min-time", "0"];
+    for args in [&lower[..], &run[..]] {
+        let out = strata(args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("too large to lower: `h4095` is an expression 4097 deep")
+                && stderr.contains("lowering accepts at most 4096"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// The longest chain within the limit lowers, compiles and gives the reference's answer.
+#[test]
+fn the_deepest_chain_lowering_accepts_runs() {
+    let file = scratch("chain4095").join("chain.strata");
+    std::fs::write(&file, chain_of_functions(4095)).unwrap();
+    let out = strata(&[
+        "run",
+        file.to_str().unwrap(),
+        "--shape",
+        "N=16",
+        "--min-time",
+        "0",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("answer: matches the reference"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+/// Computing more functions than lowering accepts is refused before any pass (lowering them
+/// took minutes, and each nests the loop IR deeper).
+#[test]
+fn computing_too_many_functions_is_refused() {
+    let n = 300;
+    let dir = scratch("computed");
+    let file = dir.join("fan.strata");
+    let terms: Vec<String> = (0..n).map(|k| format!("g{k}(i)")).collect();
+    let defs: String = (0..n)
+        .map(|k| format!("    g{k}(i) = A(i) + {k}.0;\n"))
+        .collect();
+    std::fs::write(
+        &file,
+        format!(
+            "kernel fan(A: f32[N]) -> out: f32[N] {{\n{defs}    out(i) = {};\n}}\n",
+            terms.join(" + ")
+        ),
+    )
+    .unwrap();
+    let schedule: Vec<String> = (0..n).map(|k| format!("g{k}: compute_root()")).collect();
+    let out = strata(&[
+        "lower",
+        file.to_str().unwrap(),
+        "--stage",
+        "loops",
+        "--schedule",
+        &schedule.join("; "),
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the schedule computes 301 functions; lowering accepts at most 256"),
+        "{stderr}"
+    );
+}

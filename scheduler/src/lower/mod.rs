@@ -8,6 +8,7 @@ pub mod flatten;
 pub mod inline;
 pub mod interchange_lanes;
 pub mod lift_reductions;
+pub mod limits;
 pub mod loop_nest;
 pub mod realize;
 pub mod unroll;
@@ -32,6 +33,9 @@ pub enum LowerError {
     UnknownSize { name: String, sizes: Vec<String> },
     #[error("the reduction `{reduction}` inside an update of `{func}` reads `{func}` itself, which strata cannot schedule; compute the reduction as an update of its own function first")]
     ReductionReadsUpdatedFunction { func: String, reduction: String },
+    /// The kernel is past one of the limits in `limits` (which keep lowering on its stack).
+    #[error("the kernel is too large to lower: {0}")]
+    TooLarge(String),
     #[error("internal error in lowering: {0}")]
     Internal(String),
     #[error("internal error: the lowered IR is malformed: {0}")]
@@ -83,11 +87,17 @@ pub(crate) fn rewrite_serial_loops(s: &Stmt, rewrite: &dyn Fn(&Stmt) -> Option<S
     })
 }
 
-/// Lowers `pipeline` under `schedule` to a loop nest.
+/// Lowers `pipeline` under `schedule` to a loop nest. Runs on its own large stack, and refuses
+/// a kernel past the limits in `limits` (`LowerError::TooLarge`) before any pass.
 pub fn lower(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel, LowerError> {
+    limits::on_big_stack(|| lower_here(pipeline, schedule))
+}
+
+fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel, LowerError> {
     let mut log = PassLog::new();
     let lifted = lift_reductions::lift_reductions(pipeline);
     let plan = validate(&lifted, schedule)?;
+    limits::check_limits(&plan)?;
     refuse_self_reading_reductions(&lifted)?;
     let inlined = inline::inline_functions(&plan);
     let s = realize::realize_functions(&inlined, &plan)?;
@@ -138,6 +148,13 @@ fn refuse_self_reading_reductions(lifted: &lift_reductions::Lifted) -> Result<()
 /// `kernel` with some of its sizes fixed to constants (`--shape` on the command line): the
 /// loop nest a given shape runs, simplified. Sizes not given stay symbolic.
 pub fn specialize(
+    kernel: &LoweredKernel,
+    sizes: &[(String, i64)],
+) -> Result<LoweredKernel, LowerError> {
+    limits::on_big_stack(|| specialize_here(kernel, sizes))
+}
+
+fn specialize_here(
     kernel: &LoweredKernel,
     sizes: &[(String, i64)],
 ) -> Result<LoweredKernel, LowerError> {

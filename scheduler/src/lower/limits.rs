@@ -1,0 +1,175 @@
+//! How large a kernel lowering accepts, and the stack it runs on.
+//!
+//! Lowering's passes (and code generation after them) walk expressions and statements
+//! recursively, so the stack they need grows with the depth of the trees they build. Two
+//! things make those trees deep: inlining, which substitutes each inlined function's definition
+//! into its consumers (a chain of 10,000 inlined functions is one expression 10,000 deep), and
+//! computed functions, each of which wraps the loop nest in its storage, bounds and production.
+//! Both are checked before any pass, against `MAX_EXPR_DEPTH` and `MAX_COMPUTED_FUNCS`, and the
+//! passes run on a thread with `STACK_BYTES` of stack, which the deepest accepted kernel stays
+//! far from. Past a limit lowering fails with `LowerError::TooLarge`, never a stack overflow.
+
+use super::LowerError;
+use crate::schedule::validate::{Placement, Plan};
+use std::collections::HashMap;
+use strata_dsl::ir::{CallTarget, Expr, Func, Pipeline};
+
+/// The deepest expression lowering accepts once inlined functions are substituted: as deep as
+/// the parser allows a single expression (`strata_dsl::parser::MAX_TREE_DEPTH`).
+pub const MAX_EXPR_DEPTH: usize = strata_dsl::parser::MAX_TREE_DEPTH;
+
+/// The most functions a schedule may compute (rather than inline), the output included. Each
+/// nests the loop IR a few levels deeper; lowering time also grows faster than linearly with
+/// their number (bounds inference), so this is kept where compiling stays within seconds.
+pub const MAX_COMPUTED_FUNCS: usize = 256;
+
+/// The stack lowering runs on: address space reserved, touched only as deep as the kernel
+/// needs. The deepest accepted kernels need a few tens of MiB unoptimized.
+pub const STACK_BYTES: usize = 256 << 20;
+
+/// Refuses a plan whose lowering would build trees deeper than the limits allow.
+pub fn check_limits(plan: &Plan) -> Result<(), LowerError> {
+    let pipeline = plan.pipeline();
+    let is_inline = |name: &str| {
+        plan.funcs
+            .get(name)
+            .is_some_and(|p| p.compute == Placement::Inline)
+    };
+    let computed = pipeline
+        .funcs
+        .iter()
+        .filter(|f| !is_inline(&f.name))
+        .count();
+    if computed > MAX_COMPUTED_FUNCS {
+        return Err(LowerError::TooLarge(format!(
+            "the schedule computes {computed} functions; lowering accepts at most \
+             {MAX_COMPUTED_FUNCS} (inline some of them)"
+        )));
+    }
+    let mut depths: HashMap<&str, usize> = HashMap::new();
+    for func in callees_first(pipeline) {
+        let depth = inlined_depth(func, &|callee| {
+            if is_inline(callee) {
+                depths.get(callee).copied().unwrap_or(0)
+            } else {
+                0
+            }
+        });
+        if depth > MAX_EXPR_DEPTH {
+            return Err(LowerError::TooLarge(format!(
+                "`{}` is an expression {depth} deep once the functions it inlines are \
+                 substituted; lowering accepts at most {MAX_EXPR_DEPTH} (compute some of them \
+                 with `compute_root()`)",
+                func.name
+            )));
+        }
+        depths.insert(&func.name, depth);
+    }
+    Ok(())
+}
+
+/// The depth of `func`'s deepest expression with each call replaced by the callee's
+/// definition (`inlined(callee)` deep, 0 for a callee that stays a call) bound to its arguments.
+fn inlined_depth(func: &Func, inlined: &dyn Fn(&str) -> usize) -> usize {
+    let mut deepest = depth(&func.value, inlined);
+    for update in &func.updates {
+        for e in update.args.iter().chain([&update.value]) {
+            deepest = deepest.max(depth(e, inlined));
+        }
+    }
+    deepest
+}
+
+/// An upper bound of `e`'s depth after inlining: an inlined call's arguments replace variables
+/// (leaves) of the callee's definition, so they add their own depth less one at worst.
+/// Recursive, but only as deep as the parser's tree limit.
+fn depth(e: &Expr, inlined: &dyn Fn(&str) -> usize) -> usize {
+    let mut children = 0;
+    let mut visit = |c: &Expr| children = children.max(depth(c, inlined));
+    match e {
+        Expr::Const(_) | Expr::Var(_) | Expr::RVar(_) | Expr::Size(_) | Expr::Param(..) => {}
+        Expr::Call(call) => {
+            call.args.iter().for_each(&mut visit);
+            let callee = inlined(&call.name);
+            if call.target == CallTarget::Func && callee > 0 {
+                return callee + children.saturating_sub(1);
+            }
+        }
+        Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => visit(a),
+        Expr::Binary(_, a, b) => [a, b].into_iter().for_each(|c| visit(c)),
+        Expr::Select(c, t, f) => [c, t, f].into_iter().for_each(|c| visit(c)),
+        Expr::Intrinsic(_, args) => args.iter().for_each(visit),
+        Expr::Reduce(r) => {
+            r.rvars
+                .iter()
+                .for_each(|v| [&v.lo, &v.hi].into_iter().for_each(&mut visit));
+            visit(&r.body);
+        }
+    }
+    children + 1
+}
+
+/// The functions of `pipeline`, each after every function it reads. Depth-first with an
+/// explicit stack: a chain of many thousands of functions must not overflow the stack.
+fn callees_first(pipeline: &Pipeline) -> Vec<&Func> {
+    let index: HashMap<&str, usize> = pipeline
+        .funcs
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.name.as_str(), i))
+        .collect();
+    let callees: Vec<Vec<usize>> = pipeline
+        .funcs
+        .iter()
+        .map(|f| {
+            f.callees()
+                .iter()
+                .filter_map(|c| index.get(c.as_str()).copied())
+                .collect()
+        })
+        .collect();
+    let mut seen = vec![false; pipeline.funcs.len()];
+    let mut order = Vec::new();
+    for start in 0..pipeline.funcs.len() {
+        if seen[start] {
+            continue;
+        }
+        seen[start] = true;
+        let mut path = vec![(start, 0)];
+        while let Some((node, next)) = path.last_mut() {
+            let node = *node;
+            match callees[node].get(*next) {
+                Some(&callee) => {
+                    *next += 1;
+                    if !seen[callee] {
+                        seen[callee] = true;
+                        path.push((callee, 0));
+                    }
+                }
+                None => {
+                    path.pop();
+                    order.push(&pipeline.funcs[node]);
+                }
+            }
+        }
+    }
+    order
+}
+
+/// Runs `f` on a thread with `STACK_BYTES` of stack, or on this thread if none can start.
+pub fn on_big_stack<T: Send>(f: impl Fn() -> T + Sync) -> T {
+    let on_big_stack = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("strata-lower".into())
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(scope, &f)
+            .ok()
+            .map(|handle| handle.join())
+    });
+    match on_big_stack {
+        Some(Ok(value)) => value,
+        // A panic in lowering belongs to the caller.
+        Some(Err(panic)) => std::panic::resume_unwind(panic),
+        None => f(),
+    }
+}
