@@ -179,10 +179,10 @@ impl<'a> Evaluator<'a> {
             let Some(needed) = required.get(&func.name).cloned() else {
                 continue;
             };
-            let region = self.region_with_updates(func, needed.clone())?;
             if func.name == self.pipeline.output.name {
-                self.check_output_region(&needed, &region)?;
+                self.check_output_updates(func, &needed)?;
             }
+            let region = self.region_with_updates(func, needed)?;
             for (callee, boxes) in self.calls_of(func, &region)? {
                 let entry = required
                     .entry(callee)
@@ -197,11 +197,19 @@ impl<'a> Evaluator<'a> {
     }
 
     /// The output is computed over its extents only: an update touching it elsewhere (reading
-    /// `out(r - 1, x)` at `r = 0`) is an error, as it is for compiled code.
-    fn check_output_region(&self, extents: &[Interval], grown: &[Interval]) -> EResult<()> {
-        for (dim, (e, g)) in extents.iter().zip(grown).enumerate() {
-            let extent = e.len() as usize;
-            check_inside_output(&self.pipeline.output.name, dim, g.lo, g.hi, extent)?;
+    /// `out(r - 1, x)` at `r = 0`) is an error, as it is for compiled code, which checks the box
+    /// each update writes and reads of the output (its target and its reads together).
+    fn check_output_updates(&self, func: &'a Func, extents: &[Interval]) -> EResult<()> {
+        for update in &func.updates {
+            let mut touched = vec![Interval::EMPTY; extents.len()];
+            for boxes in self.update_touches(func, update, extents)? {
+                for (dim, b) in touched.iter_mut().zip(boxes) {
+                    *dim = dim.union(b);
+                }
+            }
+            for (dim, (e, t)) in extents.iter().zip(&touched).enumerate() {
+                check_inside_output(&func.name, dim, t.lo, t.hi, e.len() as usize)?;
+            }
         }
         Ok(())
     }
@@ -239,6 +247,9 @@ impl<'a> Evaluator<'a> {
         region: &[Interval],
     ) -> EResult<Vec<Vec<Interval>>> {
         let mut env = self.update_intervals(func, update, region)?;
+        if runs_nothing(func, update, &env) {
+            return Ok(Vec::new());
+        }
         let lookup = |env: &Vec<(String, Interval)>, e: &Expr| self.interval_of(env, e);
         let target = update
             .args
@@ -303,6 +314,9 @@ impl<'a> Evaluator<'a> {
         self.collect_calls(&func.value, &mut env, &mut calls)?;
         for update in &func.updates {
             let mut env = self.update_intervals(func, update, region)?;
+            if runs_nothing(func, update, &env) {
+                continue;
+            }
             for arg in &update.args {
                 self.collect_calls(arg, &mut env, &mut calls)?;
             }
@@ -626,6 +640,18 @@ impl<'a> Evaluator<'a> {
             }
         }
     }
+}
+
+/// Whether an update's loops (its pure variables bare in the target, its reduction variables)
+/// run zero times over `env`: then it touches and reads nothing (`run_update` runs no point).
+fn runs_nothing(func: &Func, update: &Update, env: &[(String, Interval)]) -> bool {
+    let empty = |name: &str| env.iter().any(|(n, i)| n == name && i.is_empty());
+    let bare_pure = func.vars.iter().zip(&update.args).filter_map(|(v, a)| match a {
+        Expr::Var(n) if n == v => Some(v.as_str()),
+        _ => None,
+    });
+    let mut loops = bare_pure.chain(update.rvars.iter().map(|r| r.name.as_str()));
+    loops.any(empty)
 }
 
 /// Where a read at `i` of a dimension of `extent` lands under a reflecting or clamping boundary.

@@ -141,8 +141,8 @@ pub struct Signature<E> {
     pub output_extents: Vec<E>,
     /// The box of each input the code reads; empty for executors that check each read.
     pub input_regions: Vec<(String, Region<E>)>,
-    /// The box of the output the code reads and writes; empty when each access is checked.
-    pub output_region: Region<E>,
+    /// The boxes of the output the code reads and writes; none when each access is checked.
+    pub output_region: Vec<Region<E>>,
     /// The bounds of every reduction domain: expressions of sizes the code computes, which
     /// must not wrap.
     pub domain_bounds: Vec<E>,
@@ -296,18 +296,15 @@ impl<E: SizeExpr> Signature<E> {
 }
 
 impl<E: SizeExpr> Signature<E> {
-    /// The output's box the code touches lies inside its extents.
+    /// Every box of the output the code touches lies inside its extents.
     fn check_output_region(&self, sizes: &Sizes, shape: &[usize]) -> Result<(), CallError> {
         let what = format!("the region of output `{}`", self.output_name);
-        for (dim, ((min, extent), &size)) in self.output_region.iter().zip(shape).enumerate() {
-            let (min, len) = (eval(min, sizes, &what)?, eval(extent, sizes, &what)?);
-            check_inside_output(
-                &self.output_name,
-                dim,
-                min,
-                min.saturating_add(len - 1),
-                size,
-            )?;
+        for region in &self.output_region {
+            for (dim, ((min, extent), &size)) in region.iter().zip(shape).enumerate() {
+                let (min, len) = (eval(min, sizes, &what)?, eval(extent, sizes, &what)?);
+                let max = min.saturating_add(len - 1);
+                check_inside_output(&self.output_name, dim, min, max, size)?;
+            }
         }
         Ok(())
     }

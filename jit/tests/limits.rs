@@ -219,7 +219,7 @@ fn an_update_writing_past_its_output_is_refused() {
     refused_everywhere(
         src,
         &args,
-        "output `B` is read or written at 0..=4 in dimension 0, outside its extent 4: an update reads or writes its own function outside the region the definition covers",
+        "output `B` is read or written at 1..=4 in dimension 0, outside its extent 4: an update reads or writes its own function outside the region the definition covers",
     );
 }
 

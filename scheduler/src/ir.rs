@@ -581,14 +581,15 @@ pub struct LoweredKernel {
     pub output: BufferArg,
     /// The size variables (bound from the input buffers' shapes at call time).
     pub sizes: Vec<String>,
-    /// For each buffer input, the box the body reads (as expressions of the sizes); a caller's
-    /// buffer must cover it. Inputs with a boundary condition are only read inside their extents.
+    /// For each buffer input, the boxes the body reads (as expressions of the sizes; an input
+    /// may have several, one per group of sites under the same loops); a caller's buffer must
+    /// cover each. Inputs with a boundary condition are only read inside their extents.
     pub input_regions: Vec<(String, Vec<Range>)>,
-    /// The box of the output the body reads and writes (as expressions of the sizes), which
+    /// The boxes of the output the body reads and writes (as expressions of the sizes), which
     /// must lie inside the output's extents: an update reading its own function outside the
     /// region it defines (`out(r - 1, x)` at `r = 0`) is refused before running. Empty when
     /// not computed (hand-built kernels), then nothing is checked.
-    pub output_region: Vec<Range>,
+    pub output_region: Vec<Vec<Range>>,
     /// The bounds of every reduction domain, as expressions of the sizes: the call refuses
     /// sizes where one would wrap `i32` (as the reference does).
     pub domain_bounds: Vec<Expr>,

@@ -77,7 +77,12 @@ impl LoweredKernel {
         let output_region = self
             .output_region
             .iter()
-            .map(|r| (r.min.clone(), r.extent.clone()))
+            .map(|ranges| {
+                ranges
+                    .iter()
+                    .map(|r| (r.min.clone(), r.extent.clone()))
+                    .collect()
+            })
             .collect();
         Signature {
             inputs,

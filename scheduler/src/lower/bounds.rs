@@ -465,7 +465,7 @@ pub fn access_bounds(s: &Stmt, func: &str) -> Option<Vec<Interval>> {
 
 /// The interval of the ends of `i` with the variables of `scope` ranging (data-dependent
 /// values become their type's range).
-fn over_scope(i: &Interval, scope: &Scope) -> Interval {
+pub(super) fn over_scope(i: &Interval, scope: &Scope) -> Interval {
     // Simplifying first cancels correlated terms (`x - x`) that intervals cannot.
     let simplify = |e: &Expr| refold(&crate::simplify::simplify_expr(e));
     Interval {
@@ -482,7 +482,10 @@ fn over_scope(i: &Interval, scope: &Scope) -> Interval {
     }
 }
 
-fn union_boxes(a: Option<Vec<Interval>>, b: Option<Vec<Interval>>) -> Option<Vec<Interval>> {
+pub(super) fn union_boxes(
+    a: Option<Vec<Interval>>,
+    b: Option<Vec<Interval>>,
+) -> Option<Vec<Interval>> {
     match (a, b) {
         (None, b) => b,
         (a, None) => a,
@@ -541,7 +544,7 @@ fn stmt_box(s: &Stmt, func: &str) -> Option<Vec<Interval>> {
 }
 
 /// The box of the calls of `func` inside an expression.
-fn expr_box(e: &Expr, func: &str) -> Option<Vec<Interval>> {
+pub(super) fn expr_box(e: &Expr, func: &str) -> Option<Vec<Interval>> {
     match e {
         Expr::Call { func: f, args, .. } => {
             let own = (f == func).then(|| args.iter().cloned().map(Interval::point).collect());
@@ -586,7 +589,7 @@ pub fn substitute(e: &Expr, name: &str, value: &Expr) -> Expr {
 /// lies below `v`'s range when `e` does, and then the guard never holds. Without this, the
 /// empty split reduction domain of a scan `for (r in 1..N) p(r) = p(r - 1) ..` at `N = 1`
 /// made `r` range down to `0`, so `p` and what its pure definition reads grew to `-1`.
-fn guarded(b: &[Interval], cond: &Expr) -> Vec<Interval> {
+pub(super) fn guarded(b: &[Interval], cond: &Expr) -> Vec<Interval> {
     let end = |e: &Option<Expr>, tighter: fn(Expr, Expr) -> Expr| {
         e.as_ref().map(|e| tighter(refine(e, cond), e.clone()))
     };

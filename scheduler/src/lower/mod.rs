@@ -3,6 +3,7 @@
 //! Set `STRATA_LOG_PASSES=1` to print the IR after every pass (passes that changed nothing are
 //! marked `(unchanged)`).
 
+pub mod access_sites;
 pub mod bounds;
 pub mod flatten;
 pub mod inline;
@@ -182,7 +183,7 @@ fn specialize_here(
         }
         let regions = out.input_regions.iter_mut().map(|(_, region)| region);
         out.domain_bounds = out.domain_bounds.iter().map(sub).collect();
-        for region in regions.chain([&mut out.output_region]) {
+        for region in regions.chain(out.output_region.iter_mut()) {
             for r in region.iter_mut() {
                 *r = Range {
                     min: sub(&r.min),
@@ -207,47 +208,33 @@ fn substitute_stmt(s: &Stmt, name: &str, value: &Expr) -> Stmt {
     })
 }
 
-/// The box of each buffer input the statement reads, as expressions of the sizes.
+/// The boxes of each buffer input the statement reads (one per group of sites, see
+/// `access_sites`), as expressions of the sizes.
 fn input_regions(pipeline: &Pipeline, s: &Stmt) -> Result<Vec<(String, Vec<Range>)>, LowerError> {
+    let sizes = pipeline.size_vars();
     let mut regions = Vec::new();
     for input in &pipeline.inputs {
         let InputKind::Buffer { shape, .. } = &input.kind else {
             continue;
         };
-        let empty = Range {
-            min: Expr::int(0),
-            extent: Expr::int(0),
-        };
-        let ranges = accessed_box(s, &input.name)?.unwrap_or_else(|| vec![empty; shape.len()]);
-        regions.push((input.name.clone(), ranges));
+        let sites = checked_sites(s, &input.name, &sizes)?;
+        if sites.is_empty() {
+            let empty = Range {
+                min: Expr::int(0),
+                extent: Expr::int(0),
+            };
+            regions.push((input.name.clone(), vec![empty; shape.len()]));
+        }
+        regions.extend(sites.into_iter().map(|r| (input.name.clone(), r)));
     }
     Ok(regions)
 }
 
-/// The box of the output that the statement reads and writes, as expressions of the sizes. A
-/// data-dependent index spans its type's range (refused unless clamped, as the reference
-/// refuses it); a dimension whose bounds cannot be expressed is the declared extent.
-fn output_region(pipeline: &Pipeline, s: &Stmt) -> Result<Vec<Range>, LowerError> {
-    let name = &pipeline.output.name;
-    let Some(b) = bounds::access_bounds(s, name) else {
-        return Ok(Vec::new());
-    };
-    let mut ranges = Vec::new();
-    for (dim, i) in b.iter().enumerate() {
-        let range = match (i.min.clone(), i.max.clone()) {
-            (Some(min), Some(max)) if !reads_memory(&min) && !reads_memory(&max) => {
-                let extent = bounds::fold_add(bounds::fold_sub(max, min.clone()), Expr::int(1));
-                Range { min, extent }
-            }
-            // Unknown: the whole declared extent (always inside, so nothing is refused).
-            _ => Range {
-                min: Expr::int(0),
-                extent: pipeline_output_extent(pipeline, dim),
-            },
-        };
-        ranges.push(range);
-    }
-    Ok(ranges)
+/// The boxes of the output that the statement reads and writes, as expressions of the sizes
+/// (a data-dependent index spans its type's range, refused unless clamped, as the reference
+/// refuses it). Nothing guards an update's accesses, so these boxes are what the call checks.
+fn output_region(pipeline: &Pipeline, s: &Stmt) -> Result<Vec<Vec<Range>>, LowerError> {
+    checked_sites(s, &pipeline.output.name, &pipeline.size_vars())
 }
 
 /// The bounds of every reduction domain of `pipeline`, as loop-IR expressions of the sizes.
@@ -264,42 +251,37 @@ fn domain_bounds(pipeline: &Pipeline) -> Vec<Expr> {
         .collect()
 }
 
-fn reads_memory(e: &Expr) -> bool {
-    let mut found = false;
-    e.for_each(&mut |x| found |= matches!(x, Expr::Call { .. } | Expr::Load { .. }));
-    found
-}
-
-fn pipeline_output_extent(pipeline: &Pipeline, dim: usize) -> Expr {
-    let conv = loop_nest::Converter {
-        pipeline,
-        func: &pipeline.output.name,
-        stage: 0,
-    };
-    pipeline
-        .output
-        .extents
-        .get(dim)
-        .map_or(Expr::int(0), |e| conv.expr(e))
-}
-
-/// The box of every access of `name` in `s` as ranges, `None` if `s` never accesses it.
-fn accessed_box(s: &Stmt, name: &str) -> Result<Option<Vec<Range>>, LowerError> {
-    let Some(b) = bounds::access_bounds(s, name) else {
-        return Ok(None);
-    };
-    let mut ranges = Vec::new();
-    for (dim, i) in b.iter().enumerate() {
-        let (Some(min), Some(max)) = (i.min.clone(), i.max.clone()) else {
-            return Err(LowerError::Unbounded {
-                func: name.to_string(),
-                dim,
-            });
-        };
-        let extent = bounds::fold_add(bounds::fold_sub(max, min.clone()), Expr::int(1));
-        ranges.push(Range { min, extent });
+/// The box of each group of sites accessing `name` in `s`, as ranges. A group under loops
+/// whose extents are expressions of the sizes gets an extent of 0 wherever one of those is not
+/// positive (the sites run nothing then), so the call skips it.
+fn checked_sites(s: &Stmt, name: &str, sizes: &[String]) -> Result<Vec<Vec<Range>>, LowerError> {
+    let mut boxes = Vec::new();
+    for site in access_sites::access_sites(s, name, sizes) {
+        let runs = (site.runs_if_positive.into_iter())
+            .map(|e| Expr::lt(Expr::int(0), e))
+            .reduce(|a, b| Expr::binary(strata_dsl::BinOp::And, a, b));
+        let mut ranges = Vec::new();
+        for (dim, i) in site.region.into_iter().enumerate() {
+            let (Some(min), Some(max)) = (i.min, i.max) else {
+                return Err(LowerError::Unbounded {
+                    func: name.to_string(),
+                    dim,
+                });
+            };
+            let extent = bounds::fold_add(bounds::fold_sub(max, min.clone()), Expr::int(1));
+            let extent = match &runs {
+                Some(runs) => Expr::Select(
+                    Box::new(runs.clone()),
+                    Box::new(extent),
+                    Box::new(Expr::int(0)),
+                ),
+                None => extent,
+            };
+            ranges.push(Range { min, extent });
+        }
+        boxes.push(ranges);
     }
-    Ok(Some(ranges))
+    Ok(boxes)
 }
 
 fn kernel_signature(

@@ -1,0 +1,127 @@
+//! The boxes a call checks, one per site that accesses a buffer, each with the extents of the
+//! loops around it. Establishes: a site inside a loop that runs zero times is not checked. Its
+//! box, taken over an empty range, need not be empty (a fused loop's clamped coordinates, an
+//! empty reduction domain whose indices still bound something), and checking it refused valid
+//! calls; `bounds::access_bounds`, which realizations use, unions every site instead.
+
+use super::bounds::{expr_box, guarded, loop_interval, over_scope, substitute, union_boxes};
+use super::bounds::{Interval, Scope};
+use crate::ir::{Expr, Stmt};
+
+/// One access site's box, and the extents of the loops around it that are expressions of the
+/// sizes: the site touches nothing when any of them is 0 or less.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Site {
+    pub region: Vec<Interval>,
+    pub runs_if_positive: Vec<Expr>,
+}
+
+/// Every site of `s` accessing `func`, sites under the same loop extents merged into one box.
+/// `sizes` names the variables bound when the kernel is called.
+pub fn access_sites(s: &Stmt, func: &str, sizes: &[String]) -> Vec<Site> {
+    let mut merged: Vec<Site> = Vec::new();
+    for mut site in sites(s, func) {
+        site.runs_if_positive
+            .retain(|e| free_vars(e).iter().all(|v| sizes.contains(v)));
+        site.runs_if_positive.dedup();
+        site.region = site
+            .region
+            .iter()
+            .map(|i| over_scope(i, &Scope::default()))
+            .collect();
+        match merged
+            .iter_mut()
+            .find(|m| m.runs_if_positive == site.runs_if_positive)
+        {
+            Some(m) => {
+                m.region =
+                    union_boxes(Some(m.region.clone()), Some(site.region)).unwrap_or_default()
+            }
+            None => merged.push(site),
+        }
+    }
+    merged
+}
+
+fn sites(s: &Stmt, func: &str) -> Vec<Site> {
+    let mut out: Vec<Site> = s
+        .exprs()
+        .into_iter()
+        .filter_map(|e| expr_box(e, func))
+        .map(|region| Site {
+            region,
+            runs_if_positive: Vec::new(),
+        })
+        .collect();
+    match s {
+        Stmt::For {
+            var,
+            min,
+            extent,
+            body,
+            ..
+        } => {
+            let mut scope = Scope::default();
+            scope.push(var, loop_interval(min, extent, &Scope::default()));
+            for site in sites(body, func) {
+                let mut runs_if_positive = site.runs_if_positive;
+                runs_if_positive.retain(|e| !free_vars(e).contains(var));
+                runs_if_positive.push(extent.clone());
+                out.push(Site {
+                    region: site.region.iter().map(|i| over_scope(i, &scope)).collect(),
+                    runs_if_positive,
+                });
+            }
+        }
+        Stmt::Let { name, value, body } => {
+            let sub = |e: &Expr| substitute(e, name, value);
+            out.extend(sites(body, func).into_iter().map(|site| {
+                Site {
+                    region: site
+                        .region
+                        .iter()
+                        .map(|i| Interval {
+                            min: i.min.as_ref().map(sub),
+                            max: i.max.as_ref().map(sub),
+                        })
+                        .collect(),
+                    runs_if_positive: site.runs_if_positive.iter().map(sub).collect(),
+                }
+            }));
+        }
+        Stmt::If {
+            cond,
+            then_case,
+            else_case,
+        } => {
+            out.extend(sites(then_case, func).into_iter().map(|site| Site {
+                region: guarded(&site.region, cond),
+                ..site
+            }));
+            if let Some(e) = else_case {
+                out.extend(sites(e, func));
+            }
+        }
+        Stmt::Provide { func: f, args, .. } if f == func => out.push(Site {
+            region: args.iter().cloned().map(Interval::point).collect(),
+            runs_if_positive: Vec::new(),
+        }),
+        other => {
+            for child in other.children() {
+                out.extend(sites(child, func));
+            }
+        }
+    }
+    out
+}
+
+/// The names of the variables `e` reads.
+fn free_vars(e: &Expr) -> Vec<String> {
+    let mut vars = Vec::new();
+    e.for_each(&mut |x| {
+        if let Expr::Var(name, _) = x {
+            vars.push(name.clone());
+        }
+    });
+    vars
+}
