@@ -1,10 +1,13 @@
-//! Lowering's size limits (`lower::limits`): past them a clear error, within them no stack
-//! overflow, whatever stack the caller runs on (a test thread has 2 MiB).
+//! Lowering's size limits (`lower::limits`, and the unrolled-copy limit validation enforces):
+//! past them a clear error, within them no stack overflow, whatever stack the caller runs on
+//! (a test thread has 2 MiB).
 
 use strata_dsl::parse_kernel;
+use strata_scheduler::lower::lift_reductions::lift_reductions;
 use strata_scheduler::lower::limits::{MAX_COMPUTED_FUNCS, MAX_EXPR_DEPTH};
 use strata_scheduler::lower::{lower, LowerError};
 use strata_scheduler::schedule::text::parse_schedule;
+use strata_scheduler::schedule::validate::{validate, MAX_UNROLLED_COPIES};
 use strata_scheduler::Schedule;
 
 /// `h0(i) = A(i); h{k}(i) = h{k-1}(i) + 1.0; out(i) = h{n-1}(i)`: with the default schedule
@@ -64,5 +67,57 @@ fn computing_more_functions_than_the_limit_is_refused() {
              accepts at most {MAX_COMPUTED_FUNCS} (inline some of them)",
             n + 1
         )
+    );
+}
+
+fn example(name: &str) -> strata_dsl::Pipeline {
+    let path = format!(
+        "{}/../examples/kernels/{name}.strata",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
+}
+
+fn validated(kernel: &str, schedule: &str) -> Result<(), String> {
+    let lifted = lift_reductions(&example(kernel));
+    validate(&lifted, &parse_schedule(schedule).unwrap())
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Each unroll factor is capped, but nested unrolled loops multiply: 256 x 256 x 4 = 262,144
+/// copies of matmul's update took minutes and gigabytes to compile. Validation refuses them.
+#[test]
+fn nested_unrolled_loops_past_the_copy_limit_are_refused() {
+    let err = validated(
+        "matmul",
+        "C.update(0): split(i, io, ii, 256).split(j, jo, ji, 256).split(k, ko, kk, 4)\
+         .reorder(io, jo, ko, kk, ii, ji).unroll(ii).unroll(ji).unroll(kk)",
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        format!(
+            "the schedule unrolls `C.update(0)` into 262144 copies of its body (its own \
+             unrolled loops and those it is computed inside, multiplied); at most \
+             {MAX_UNROLLED_COPIES} keep compile time and code size bounded: unroll fewer or \
+             smaller loops"
+        )
+    );
+}
+
+/// A producer computed inside a consumer's unrolled loop is copied with it.
+#[test]
+fn unrolled_loops_around_a_placement_count_too() {
+    let at = |rows: usize| {
+        format!("out: split(y, yo, yi, {rows}).unroll(yi); bx: compute_at(out, yi).split(x, xo, xi, 64).unroll(xi)")
+    };
+    // 16 x 64 = 1024 copies of `bx` is the limit; 32 x 64 is past it.
+    assert_eq!(MAX_UNROLLED_COPIES, 1024);
+    validated("blur3x3", &at(16)).unwrap();
+    let err = validated("blur3x3", &at(32)).unwrap_err();
+    assert!(
+        err.starts_with("the schedule unrolls `bx` into 2048 copies"),
+        "{err}"
     );
 }

@@ -3,7 +3,7 @@
 //! a `ScheduleError` that prints the function, the directive as written, the rule it breaks and
 //! what would be legal. No directive is ever silently ignored.
 
-use super::loops::{stage_loops, StageLoops, MAX_SPLIT_FACTOR};
+use super::loops::{stage_loops, Dim, StageLoops, MAX_SPLIT_FACTOR};
 use super::{Directive, LoopLevel, Schedule, StageRef};
 use crate::ir::ForKind;
 use crate::lower::lift_reductions::Lifted;
@@ -31,7 +31,21 @@ pub enum ScheduleError {
         directive: String,
         rule: Rule,
     },
+    #[error(
+        "the schedule unrolls `{func}{}` into {copies} copies of its body (its own unrolled loops and those it is computed inside, multiplied); at most {MAX_UNROLLED_COPIES} keep compile time and code size bounded: unroll fewer or smaller loops",
+        stage_suffix(*stage)
+    )]
+    TooManyUnrolledCopies {
+        func: String,
+        stage: StageRef,
+        copies: u64,
+    },
 }
+
+/// The most copies of one stage's body unrolling may make. Unroll factors are capped per loop
+/// (`loops::max_lanes`), but nested unrolled loops multiply: 256 x 256 x 4 copies took minutes
+/// and gigabytes to compile. The hand schedules unroll 8 copies at most.
+pub const MAX_UNROLLED_COPIES: u64 = 1024;
 
 fn stage_suffix(stage: StageRef) -> String {
     match stage {
@@ -315,7 +329,61 @@ pub fn validate(lifted: &Lifted, schedule: &Schedule) -> Result<Plan, ScheduleEr
     for func in &pipeline.funcs {
         check_encloses(&plan, func, schedule)?;
     }
+    check_unrolled_copies(&plan)?;
     Ok(plan)
+}
+
+/// Refuses a stage unrolled into more than `MAX_UNROLLED_COPIES` copies of its body.
+fn check_unrolled_copies(plan: &Plan) -> Result<(), ScheduleError> {
+    for fp in plan.funcs.values() {
+        let around = copies_around(plan, &fp.compute);
+        for loops in &fp.stages {
+            let copies = around.saturating_mul(unrolled_copies(&loops.dims));
+            if copies > MAX_UNROLLED_COPIES {
+                let stage = match loops.stage {
+                    0 => StageRef::Pure,
+                    i => StageRef::Update(i - 1),
+                };
+                return Err(ScheduleError::TooManyUnrolledCopies {
+                    func: fp.name.clone(),
+                    stage,
+                    copies,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How many copies unrolled loops make of whatever is computed at `placement`: the unrolled
+/// loops of the consumer stage out to the placement's loop, then those around that consumer.
+fn copies_around(plan: &Plan, placement: &Placement) -> u64 {
+    let mut copies = 1u64;
+    let mut at = placement;
+    // Placements form no cycle (`check_encloses`); the bound only guards against a bug.
+    for _ in 0..plan.funcs.len() {
+        let Placement::At { func, stage, var } = at else {
+            break;
+        };
+        let Some(consumer) = plan.funcs.get(func) else {
+            break;
+        };
+        if let Some(loops) = consumer.stages.get(*stage) {
+            let outside = loops.dims.iter().position(|d| d.name == *var);
+            let enclosing = &loops.dims[..outside.map_or(0, |i| i + 1)];
+            copies = copies.saturating_mul(unrolled_copies(enclosing));
+        }
+        at = &consumer.compute;
+    }
+    copies
+}
+
+/// The product of the extents of the unrolled loops among `dims`.
+fn unrolled_copies(dims: &[Dim]) -> u64 {
+    dims.iter()
+        .filter(|d| d.kind == ForKind::Unrolled)
+        .map(|d| d.const_extent.map_or(1, |e| e.max(1) as u64))
+        .fold(1, u64::saturating_mul)
 }
 
 fn unknown(name: &str, pipeline: &Pipeline) -> ScheduleError {
