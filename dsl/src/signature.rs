@@ -491,18 +491,9 @@ pub fn checked_int_cast(value: i64, to: Dtype) -> Result<i64, SizeExprError> {
 
 /// Whether `v` is a value of the integer (or bool) type `dtype`.
 fn fits(v: i64, dtype: Dtype) -> bool {
-    let (lo, hi) = match dtype {
-        Dtype::Bool => (0, 1),
-        Dtype::U8 => (0, u8::MAX as i64),
-        Dtype::U16 => (0, u16::MAX as i64),
-        Dtype::U32 => (0, u32::MAX as i64),
-        Dtype::I8 => (i8::MIN as i64, i8::MAX as i64),
-        Dtype::I16 => (i16::MIN as i64, i16::MAX as i64),
-        Dtype::I32 => (i32::MIN as i64, i32::MAX as i64),
-        Dtype::I64 => (i64::MIN, i64::MAX),
-        Dtype::F32 | Dtype::F64 => return false,
-    };
-    (lo..=hi).contains(&v)
+    dtype
+        .int_range()
+        .is_some_and(|(lo, hi)| (lo..=hi).contains(&(v as i128)))
 }
 
 /// The high rung's expressions of sizes: output extents and domain bounds.
