@@ -1,15 +1,17 @@
 //! Random *pipelines* as kernel text: the generator behind `jit/tests/random_pipelines.rs` and
 //! the no-panic tests. Where `generate` draws random schedules of a given kernel, this draws the
-//! kernel itself: a chain of functions over one or two dimensions, each a pointwise expression,
-//! a stencil, an inline reduction, an update over a reduction domain, a scan, or a histogram
-//! (a data-dependent target), with casts between all numeric types, boundary conditions on the
-//! inputs, clamped gathers and lookup tables.
+//! kernel itself: up to four functions over one or two dimensions, each reading the inputs and
+//! any function defined before it, each a pointwise expression, a stencil, an inline reduction,
+//! a row reduction (a function of the rows only), or a pure definition followed by updates over
+//! a reduction domain, scans or histograms (a data-dependent target), with casts between all
+//! numeric types, boundary conditions on the inputs, clamped gathers and lookup tables.
 //!
 //! The text goes through the real parser and checker; a text the checker rejects is a bug of this
-//! generator. Every read of an input without a boundary condition is kept inside the input by
-//! construction where it can be (the output is smaller than the inputs by a margin found by
-//! running the reference evaluator on probe shapes); where a margin cannot help (a negative
-//! offset, or a scan over the whole input) the input gets a boundary condition instead.
+//! generator. Every read of an input without a boundary condition is kept inside the input where
+//! a margin can do it: the output is smaller than the inputs by a margin grown until, on probe
+//! shapes, neither the default schedule's bounds inference (which counts both sides of a
+//! `select`) nor the reference evaluator reads outside an input. Where no margin helps (a
+//! negative offset, a scan over the whole input) the input gets a boundary condition instead.
 //!
 //! Floats: operations that turn a tiny float difference into a large one (casts to integers,
 //! floor/ceil/round, comparisons) are applied only to floats that every schedule computes
