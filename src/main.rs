@@ -357,7 +357,7 @@ fn lower_command(
 /// Prints `text` and a newline to stdout; every command prints through here. A reader that
 /// stops early (`strata lower ... | head`, `strata run ... | grep -m1`) closes the pipe: that
 /// ends the output quietly instead of failing (`println!` would panic).
-fn print_out(text: &str) -> Result<(), String> {
+pub(crate) fn print_out(text: &str) -> Result<(), String> {
     use std::io::Write;
     match writeln!(std::io::stdout().lock(), "{text}") {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("error: {e}")),

@@ -69,7 +69,10 @@ pub fn tune(
     };
     let result = strata::tuner::tune(&db, kernel, source, sizes, &options)
         .map_err(|e| format!("error: {e}"))?;
-    println!("stopped: {} after {} trials", result.stop, result.trials);
+    crate::print_out(&format!(
+        "stopped: {} after {} trials",
+        result.stop, result.trials
+    ))?;
     report(db_path, Some(&kernel.name), false, None)
 }
 
@@ -83,27 +86,25 @@ pub fn report(
     let db = Db::open_read_only(db_path).map_err(|e| format!("error: {e}"))?;
     let entries = db.report(kernel).map_err(|e| format!("error: {e}"))?;
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&entries).map_err(|e| e.to_string())?
-        );
+        crate::print_out(&serde_json::to_string_pretty(&entries).map_err(|e| e.to_string())?)?;
     } else if entries.is_empty() {
-        println!(
+        crate::print_out(&format!(
             "no tuning results in {}{}",
             db_path.display(),
             kernel
                 .map(|k| format!(" for kernel `{}`", printable(k)))
                 .unwrap_or_default()
-        );
+        ))?;
     } else {
-        entries.iter().for_each(|e| println!("{}", text_entry(e)));
+        let texts: Vec<String> = entries.iter().map(text_entry).collect();
+        crate::print_out(&texts.join("\n"))?;
     }
     if let Some(path) = html {
         let nests: Vec<String> = entries.iter().map(|e| winner_loop_nest(&db, e)).collect();
         let page = html_page(&entries, &nests);
         db.write_output(path, |out| Ok(out.write_all(page.as_bytes())?))
             .map_err(|e| format!("error: {e}"))?;
-        println!("wrote {}", path.display());
+        crate::print_out(&format!("wrote {}", path.display()))?;
     }
     Ok(())
 }

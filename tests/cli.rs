@@ -321,29 +321,31 @@ fn strata_into_a_closed_pipe(args: &[&str]) -> Output {
 #[test]
 fn every_printer_ends_quietly_on_a_closed_pipe() {
     let db = scratch("pipe").join("t.db");
+    let db = db.to_str().unwrap();
     let matmul = "examples/kernels/matmul.strata";
-    let commands: [&[&str]; 4] = [
+    let shape = "M=8,N=8,K=8";
+    let run = ["run", matmul, "--shape", shape, "--min-time", "0"];
+    let commands: [&[&str]; 8] = [
         &["check", matmul],
         &["lower", matmul, "--stage", "high"],
+        &run,
+        &[&run[..], &["--json"]].concat(),
+        // `tune` prints when it stops, then the report; the database it fills serves `report`.
         &[
-            "run",
+            "tune",
             matmul,
             "--shape",
-            "M=8,N=8,K=8",
+            shape,
+            "--trials",
+            "2",
             "--min-time",
             "0",
             "--db",
-            db.to_str().unwrap(),
+            db,
         ],
-        &[
-            "run",
-            matmul,
-            "--shape",
-            "M=8,N=8,K=8",
-            "--min-time",
-            "0",
-            "--json",
-        ],
+        &["report", "--db", db],
+        &["report", "--json", "--db", db],
+        &["roofline", "--quick", "--json"],
     ];
     for args in commands {
         let out = strata_into_a_closed_pipe(args);
