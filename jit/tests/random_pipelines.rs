@@ -62,7 +62,9 @@ enum Outcome {
     /// A `round_up` schedule refused an input smaller than it reads.
     RoundUpRefused,
     /// The reference and both compiled forms refused the arguments.
-    AllRefused,
+    /// The reference and both compiled forms refused the arguments; the start of the reference's
+    /// reason without numbers, so a run's summary shows what the refusals were.
+    AllRefused(String),
 }
 
 fn draw(seed: u64) -> Result<Case, String> {
@@ -132,7 +134,14 @@ fn compare(
         (Ok(_), Err(i), Err(j)) if round_up && too_small(i) && too_small(j) => {
             Ok(Outcome::RoundUpRefused)
         }
-        (Err(_), Err(_), Err(_)) => Ok(Outcome::AllRefused),
+        (Err(e), Err(_), Err(_)) => {
+            let reason: String = e
+                .to_string()
+                .chars()
+                .filter(|c| !c.is_ascii_digit())
+                .collect();
+            Ok(Outcome::AllRefused(reason.chars().take(60).collect()))
+        }
         _ => Err(format!(
             "disagreement:\n  reference: {}\n  interpreter: {}\n  JIT: {}",
             summary(expected),
@@ -373,7 +382,7 @@ fn minimized(kernel: &str, schedule: &str, sizes: &[(&str, usize)]) {
             threads,
         };
         match run_case(&case) {
-            Ok(Outcome::Matched | Outcome::AllRefused) => {}
+            Ok(Outcome::Matched | Outcome::AllRefused(_)) => {}
             Ok(other) => panic!("{case}{other:?}, expected an answer or a refusal by all three"),
             Err(e) => panic!("{case}{e}"),
         }
