@@ -24,7 +24,8 @@ pub const MAX_EXPR_DEPTH: usize = strata_dsl::parser::MAX_TREE_DEPTH;
 pub const MAX_COMPUTED_FUNCS: usize = 256;
 
 /// The stack lowering runs on: address space reserved, touched only as deep as the kernel
-/// needs. The deepest accepted kernels need a few tens of MiB unoptimized.
+/// needs. The deepest accepted chain of inlined functions lowers (and compiles) within 16 MiB
+/// unoptimized; the rest is margin for trees of other shapes.
 pub const STACK_BYTES: usize = 256 << 20;
 
 /// Refuses a plan whose lowering would build trees deeper than the limits allow.
