@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 use strata::tuner::{StrategyKind, TuneOptions, WorkerCommand};
-use strata::tuning_db::{printable, short_hash, Db, Measurement, ReportEntry, Run};
+use strata::tuning_db::{printable, short_hash, Db, DbError, Measurement, ReportEntry, Run};
 use strata::Pipeline;
 
 /// Settings of `strata tune` beyond the kernel and shape.
@@ -326,7 +326,12 @@ pub fn export(db_path: &Path, out: Option<&Path>) -> Result<(), String> {
     let db = Db::open_read_only(db_path).map_err(|e| format!("error: {e}"))?;
     let n = match out {
         Some(path) => db.write_output(path, |file| db.export(file)),
-        None => db.export(&mut std::io::stdout().lock()),
+        None => match db.export(&mut std::io::stdout().lock()) {
+            // The reader stopped early (`strata db export | head`): end quietly, as
+            // `print_out` does.
+            Err(DbError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+            written => written,
+        },
     }
     .map_err(|e| format!("error: {e}"))?;
     eprintln!("exported {n} records");

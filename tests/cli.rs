@@ -325,7 +325,7 @@ fn every_printer_ends_quietly_on_a_closed_pipe() {
     let matmul = "examples/kernels/matmul.strata";
     let shape = "M=8,N=8,K=8";
     let run = ["run", matmul, "--shape", shape, "--min-time", "0"];
-    let commands: [&[&str]; 8] = [
+    let commands: [&[&str]; 9] = [
         &["check", matmul],
         &["lower", matmul, "--stage", "high"],
         &run,
@@ -345,6 +345,7 @@ fn every_printer_ends_quietly_on_a_closed_pipe() {
         ],
         &["report", "--db", db],
         &["report", "--json", "--db", db],
+        &["db", "export", "--db", db],
         &["roofline", "--quick", "--json"],
     ];
     for args in commands {
