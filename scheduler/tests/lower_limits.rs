@@ -4,7 +4,7 @@
 
 use strata_dsl::parse_kernel;
 use strata_scheduler::lower::lift_reductions::lift_reductions;
-use strata_scheduler::lower::limits::{MAX_COMPUTED_FUNCS, MAX_EXPR_DEPTH};
+use strata_scheduler::lower::limits::{MAX_COMPUTED_FUNCS, MAX_EXPR_DEPTH, MAX_EXPR_NODES};
 use strata_scheduler::lower::{lower, LowerError};
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::schedule::validate::{validate, MAX_UNROLLED_COPIES};
@@ -44,6 +44,29 @@ fn the_deepest_inlined_chain_within_the_limit_lowers() {
         lower(&pipeline, &Schedule::new()),
         Err(LowerError::TooLarge(_))
     ));
+}
+
+/// `h{k}(i) = h{k-1}(i) + h{k-1}(i)`: inlining doubles the expression per level (24 levels
+/// took 30 s and 1 GB to lower). Refused by size, quickly; computing the middle level fits.
+#[test]
+fn an_inlined_diamond_past_the_size_limit_is_refused() {
+    let mut src = String::from("kernel diamond(A: f32[N]) -> out: f32[N] {\n    h0(i) = A(i);\n");
+    for k in 1..40 {
+        src.push_str(&format!("    h{k}(i) = h{}(i) + h{}(i);\n", k - 1, k - 1));
+    }
+    src.push_str("    out(i) = h39(i);\n}\n");
+    let pipeline = parse_kernel(&src, "diamond").unwrap();
+    let start = std::time::Instant::now();
+    let err = lower(&pipeline, &Schedule::new()).unwrap_err();
+    assert!(start.elapsed().as_secs() < 10, "{:?}", start.elapsed());
+    assert!(
+        err.to_string()
+            .contains(&format!("lowering accepts at most {MAX_EXPR_NODES}")),
+        "{err}"
+    );
+    let split = (1..40).step_by(8).map(|k| format!("h{k}: compute_root()"));
+    let schedule = parse_schedule(&split.collect::<Vec<_>>().join("; ")).unwrap();
+    lower(&pipeline, &schedule).unwrap();
 }
 
 #[test]

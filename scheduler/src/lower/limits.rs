@@ -18,6 +18,11 @@ use strata_dsl::ir::{CallTarget, Expr, Func, Pipeline};
 /// the parser allows a single expression (`strata_dsl::parser::MAX_TREE_DEPTH`).
 pub const MAX_EXPR_DEPTH: usize = strata_dsl::parser::MAX_TREE_DEPTH;
 
+/// The most expression nodes one definition may have once inlined functions are substituted.
+/// Inlining copies a callee into every call, so a "diamond" of functions that each read the
+/// previous one twice doubles in size per level: 24 levels took 30 s and 1 GB to lower.
+pub const MAX_EXPR_NODES: u64 = 1 << 20;
+
 /// The most functions a schedule may compute (rather than inline), the output included. Each
 /// nests the loop IR a few levels deeper; lowering time also grows faster than linearly with
 /// their number (bounds inference), so this is kept where compiling stays within seconds.
@@ -66,7 +71,88 @@ pub fn check_limits(plan: &Plan) -> Result<(), LowerError> {
         }
         depths.insert(&func.name, depth);
     }
+    check_inlined_sizes(pipeline, &is_inline)
+}
+
+/// An expression's size once inlined: its nodes, and how many of them are variables (where an
+/// inlined call's arguments are substituted).
+#[derive(Clone, Copy, Default)]
+struct Size {
+    nodes: u64,
+    vars: u64,
+}
+
+/// Refuses a definition larger than `MAX_EXPR_NODES` once inlined functions are substituted.
+fn check_inlined_sizes(
+    pipeline: &Pipeline,
+    is_inline: &dyn Fn(&str) -> bool,
+) -> Result<(), LowerError> {
+    let mut sizes: HashMap<&str, Size> = HashMap::new();
+    for func in callees_first(pipeline) {
+        let inlined = |callee: &str| {
+            is_inline(callee)
+                .then(|| sizes.get(callee).copied())
+                .flatten()
+        };
+        let value = size(&func.value, &inlined);
+        let largest = func
+            .updates
+            .iter()
+            .flat_map(|u| u.args.iter().chain([&u.value]))
+            .map(|e| size(e, &inlined).nodes)
+            .fold(value.nodes, u64::max);
+        if largest > MAX_EXPR_NODES {
+            return Err(LowerError::TooLarge(format!(
+                "`{}` has {largest} or more expression nodes once the functions it inlines are \
+                 substituted; lowering accepts at most {MAX_EXPR_NODES} (compute some of them \
+                 with `compute_root()`)",
+                func.name
+            )));
+        }
+        sizes.insert(&func.name, value);
+    }
     Ok(())
+}
+
+/// An upper bound of `e`'s size after inlining (saturating): an inlined call is its callee's
+/// definition with each variable replaced by the largest argument.
+fn size(e: &Expr, inlined: &dyn Fn(&str) -> Option<Size>) -> Size {
+    let mut total = Size { nodes: 1, vars: 0 };
+    let mut largest_arg = Size::default();
+    let mut add = |c: &Expr| {
+        let s = size(c, inlined);
+        total.nodes = total.nodes.saturating_add(s.nodes);
+        total.vars = total.vars.saturating_add(s.vars);
+        largest_arg.nodes = largest_arg.nodes.max(s.nodes);
+        largest_arg.vars = largest_arg.vars.max(s.vars);
+    };
+    match e {
+        Expr::Var(_) | Expr::RVar(_) => return Size { nodes: 1, vars: 1 },
+        Expr::Const(_) | Expr::Size(_) | Expr::Param(..) => {}
+        Expr::Call(call) => {
+            call.args.iter().for_each(&mut add);
+            if let Some(callee) = inlined(&call.name).filter(|_| call.target == CallTarget::Func) {
+                let grown = callee
+                    .vars
+                    .saturating_mul(largest_arg.nodes.saturating_sub(1));
+                return Size {
+                    nodes: callee.nodes.saturating_add(grown),
+                    vars: callee.vars.saturating_mul(largest_arg.vars.max(1)),
+                };
+            }
+        }
+        Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => add(a),
+        Expr::Binary(_, a, b) => [a, b].into_iter().for_each(|c| add(c)),
+        Expr::Select(c, t, f) => [c, t, f].into_iter().for_each(|c| add(c)),
+        Expr::Intrinsic(_, args) => args.iter().for_each(add),
+        Expr::Reduce(r) => {
+            r.rvars
+                .iter()
+                .for_each(|v| [&v.lo, &v.hi].into_iter().for_each(&mut add));
+            add(&r.body);
+        }
+    }
+    total
 }
 
 /// The depth of `func`'s deepest expression with each call replaced by the callee's
