@@ -24,8 +24,8 @@ use crate::lower::lower;
 use crate::{LoweredKernel, Schedule};
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
-use std::collections::BTreeMap;
 use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use strata_dsl::random::random_args;
 use strata_dsl::{evaluate, parse_kernel, Dtype, EvalError, Pipeline, Value};
@@ -46,7 +46,29 @@ pub struct GeneratedKernel {
     pub sizes: Vec<String>,
     /// How much smaller than its size variable each output dimension is.
     pub margins: Vec<i64>,
+    /// The constructs the kernel uses, from [`FEATURES`] (for coverage counts).
+    pub features: BTreeSet<&'static str>,
 }
+
+/// Every construct the generator draws, as `GeneratedKernel::features` names them.
+pub const FEATURES: [&str; 16] = [
+    "row reduction",
+    "inline reduction",
+    "empty window",
+    "update over a domain",
+    "scan",
+    "backward scan",
+    "histogram",
+    "self update",
+    "cast",
+    "float function",
+    "select",
+    "clamped gather",
+    "lookup table",
+    "boundary condition",
+    "scalar parameter",
+    "bool function",
+];
 
 impl GeneratedKernel {
     /// The checked pipeline of `text`.
@@ -138,6 +160,7 @@ struct KernelGen {
     /// The statements, in order.
     body: Vec<String>,
     fresh: usize,
+    features: BTreeSet<&'static str>,
 }
 
 const TYPES: [Dtype; 13] = [
@@ -235,7 +258,13 @@ impl KernelGen {
             stages: Vec::new(),
             body: Vec::new(),
             fresh: 0,
+            features: BTreeSet::new(),
         }
+    }
+
+    fn note(&mut self, feature: &'static str) {
+        debug_assert!(FEATURES.contains(&feature), "{feature}");
+        self.features.insert(feature);
     }
 
     fn rvar(&mut self) -> String {
@@ -262,6 +291,7 @@ impl KernelGen {
             return self.row_reduction(name, rng);
         }
         let dtype = if rng.random_bool(0.05) && !is_output {
+            self.note("bool function");
             Dtype::Bool
         } else {
             random_type(rng)
@@ -296,6 +326,7 @@ impl KernelGen {
     /// A function of the rows only, reducing each row (softmax's `mx(r)`): `g(y) = op(r in
     /// 0..M) e` where `e` reads inputs and functions at `(y + d, r)`.
     fn row_reduction(&mut self, name: &str, rng: &mut impl Rng) {
+        self.note("row reduction");
         let dtype = random_type(rng);
         let mut scope = self.pure_scope();
         let r = self.rvar();
@@ -326,6 +357,9 @@ impl KernelGen {
         if rng.random_bool(0.5) && !scope.bases[dim].is_empty() {
             let lo = rng.random_range(-1..=1);
             let hi = lo + rng.random_range(0..=3);
+            if hi == lo {
+                self.note("empty window");
+            }
             scope.bases[dim] = scope.bases[dim]
                 .iter()
                 .map(|base| format!("{base} + {r}"))
@@ -345,6 +379,7 @@ impl KernelGen {
 
     /// `f(v) op= e` over a reduction domain, or `f(v) = max(f(v), e)`.
     fn reduction_update(&mut self, name: &str, dtype: Dtype, rng: &mut impl Rng) -> String {
+        self.note("update over a domain");
         let mut scope = self.pure_scope();
         let dim = rng.random_range(0..self.rank);
         let domain = self.domain(dim, &mut scope, rng);
@@ -363,6 +398,7 @@ impl KernelGen {
     /// A scan along one dimension: each element combines its predecessor (forwards or
     /// backwards) with itself and a fresh value.
     fn scan(&mut self, name: &str, dtype: Dtype, rng: &mut impl Rng) -> String {
+        self.note("scan");
         let dim = rng.random_range(0..self.rank);
         let r = self.rvar();
         let size = self.sizes[dim].clone();
@@ -374,6 +410,7 @@ impl KernelGen {
                 format!("{r} - {lo}"),
             )
         } else {
+            self.note("backward scan");
             (
                 format!("{r} in 0..{size} - {lo}"),
                 format!("{size} - {lo} - 1 - {r}"),
@@ -404,6 +441,7 @@ impl KernelGen {
     /// A histogram: over the whole extent of one dimension, a data-dependent target (clamped,
     /// reduced modulo a constant, or of type u8) is incremented.
     fn histogram(&mut self, name: &str, dtype: Dtype, rng: &mut impl Rng) -> String {
+        self.note("histogram");
         let dim = rng.random_range(0..self.rank);
         let r = self.rvar();
         let size = self.sizes[dim].clone();
@@ -432,6 +470,7 @@ impl KernelGen {
 
     /// An update with no reduction domain that reads the function itself.
     fn self_update(&mut self, name: &str, dtype: Dtype, rng: &mut impl Rng) -> String {
+        self.note("self update");
         let scope = self.pure_scope();
         let target = self.target(name, &self.vars.clone());
         let value = self.expr(dtype, &scope, 1, rng);
@@ -494,6 +533,7 @@ impl KernelGen {
                 }
             }
             6 => {
+                self.note("select");
                 let c = self.condition(scope, d, rng);
                 let a = self.expr(dtype, scope, d, rng);
                 let b = self.expr(dtype, scope, d, rng);
@@ -513,6 +553,7 @@ impl KernelGen {
         depth: usize,
         rng: &mut impl Rng,
     ) -> String {
+        self.note("float function");
         let a = self.expr(dtype, scope, depth, rng);
         match rng.random_range(0..7) {
             0 => format!("sqrt(abs({a}))"),
@@ -532,6 +573,7 @@ impl KernelGen {
     /// `dtype` from a value of another type. A float becoming an integer is an exact float
     /// (see the module documentation).
     fn cast(&mut self, dtype: Dtype, scope: &Scope, depth: usize, rng: &mut impl Rng) -> String {
+        self.note("cast");
         let from = random_type(rng);
         let value = if from.is_float() && !dtype.is_float() {
             self.exact_float(from, scope, rng)
@@ -545,7 +587,10 @@ impl KernelGen {
     /// integer.
     fn exact_float(&mut self, dtype: Dtype, scope: &Scope, rng: &mut impl Rng) -> String {
         match rng.random_range(0..4) {
-            0 if self.params.iter().any(|(_, t)| *t == Dtype::F32) => format!("{dtype}(alpha)"),
+            0 if self.params.iter().any(|(_, t)| *t == Dtype::F32) => {
+                self.note("scalar parameter");
+                format!("{dtype}(alpha)")
+            }
             1 => {
                 let var = scope.bases.iter().flatten().next().cloned();
                 format!("{dtype}({})", var.unwrap_or_else(|| "0".into()))
@@ -608,6 +653,7 @@ impl KernelGen {
         depth: usize,
         rng: &mut impl Rng,
     ) -> String {
+        self.note("inline reduction");
         let mut inner = scope.clone();
         let dim = rng.random_range(0..self.rank);
         let domain = self.domain(dim, &mut inner, rng);
@@ -633,11 +679,11 @@ impl KernelGen {
                 let var = var.choose(rng).cloned().unwrap_or_else(|| "0".into());
                 return format!("{dtype}({var})");
             }
-            2 if !self.params.is_empty() => self
-                .params
-                .choose(rng)
-                .cloned()
-                .unwrap_or(("alpha".into(), Dtype::F32)),
+            2 if !self.params.is_empty() => {
+                self.note("scalar parameter");
+                let param = self.params.choose(rng).cloned();
+                param.unwrap_or(("alpha".into(), Dtype::F32))
+            }
             3..=5 if !scope.stages.is_empty() => self.read_stage(scope, rng),
             _ => {
                 let read = self.read_input(scope, rng);
@@ -721,6 +767,7 @@ impl KernelGen {
         let table = self.inputs.iter().find(|i| i.table.is_some()).cloned();
         match rng.random_range(0..12) {
             0 if table.is_some() => {
+                self.note("lookup table");
                 let index = self.gather_index(scope, rng);
                 format!("lut(u8({index}))")
             }
@@ -735,6 +782,7 @@ impl KernelGen {
                 let dim = rng.random_range(0..self.rank);
                 let index = self.gather_index(scope, rng);
                 args[dim] = format!("clamp({index}, 0, {} - 1)", self.sizes[dim]);
+                self.note("clamped gather");
                 format!("{name}({})", args.join(", "))
             }
             _ => {
@@ -837,10 +885,14 @@ impl KernelGen {
                 margins[dim] += 1;
             }
         }
+        if self.inputs.iter().any(|i| i.boundary.is_some()) {
+            self.note("boundary condition");
+        }
         GeneratedKernel {
             text: self.render(&margins),
             sizes: self.sizes,
             margins,
+            features: self.features,
         }
     }
 
