@@ -48,8 +48,15 @@ pub fn parse_kernels(source: &str, file: &str) -> Result<Vec<Pipeline>, Diagnost
 
 /// Runs `f` on a thread with `BIG_STACK_BYTES` of stack, or on this thread if none can start.
 pub(crate) fn with_big_stack<T: Send>(f: impl Fn() -> T + Sync) -> T {
+    with_stack(BIG_STACK_BYTES, f)
+}
+
+/// Runs `f` on a thread with `bytes` of stack (reserved, touched only as deep as `f` goes), or
+/// on this thread if none can start. A panic in `f` is resumed in the caller. Every rung that
+/// walks trees recursively runs its deep work this way.
+pub fn with_stack<T: Send>(bytes: usize, f: impl Fn() -> T + Sync) -> T {
     let on_big_stack = std::thread::scope(|scope| {
-        let builder = std::thread::Builder::new().stack_size(BIG_STACK_BYTES);
+        let builder = std::thread::Builder::new().stack_size(bytes);
         builder
             .spawn_scoped(scope, &f)
             .ok()
@@ -57,7 +64,6 @@ pub(crate) fn with_big_stack<T: Send>(f: impl Fn() -> T + Sync) -> T {
     });
     match on_big_stack {
         Some(Ok(value)) => value,
-        // The parser does not panic; if it ever did, the panic belongs to the caller.
         Some(Err(panic)) => std::panic::resume_unwind(panic),
         None => f(),
     }

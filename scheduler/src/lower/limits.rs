@@ -245,18 +245,5 @@ fn callees_first(pipeline: &Pipeline) -> Vec<&Func> {
 
 /// Runs `f` on a thread with `STACK_BYTES` of stack, or on this thread if none can start.
 pub fn on_big_stack<T: Send>(f: impl Fn() -> T + Sync) -> T {
-    let on_big_stack = std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("strata-lower".into())
-            .stack_size(STACK_BYTES)
-            .spawn_scoped(scope, &f)
-            .ok()
-            .map(|handle| handle.join())
-    });
-    match on_big_stack {
-        Some(Ok(value)) => value,
-        // A panic in lowering belongs to the caller.
-        Some(Err(panic)) => std::panic::resume_unwind(panic),
-        None => f(),
-    }
+    strata_dsl::with_stack(STACK_BYTES, f)
 }
