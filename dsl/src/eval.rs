@@ -646,10 +646,14 @@ impl<'a> Evaluator<'a> {
 /// run zero times over `env`: then it touches and reads nothing (`run_update` runs no point).
 fn runs_nothing(func: &Func, update: &Update, env: &[(String, Interval)]) -> bool {
     let empty = |name: &str| env.iter().any(|(n, i)| n == name && i.is_empty());
-    let bare_pure = func.vars.iter().zip(&update.args).filter_map(|(v, a)| match a {
-        Expr::Var(n) if n == v => Some(v.as_str()),
-        _ => None,
-    });
+    let bare_pure = func
+        .vars
+        .iter()
+        .zip(&update.args)
+        .filter_map(|(v, a)| match a {
+            Expr::Var(n) if n == v => Some(v.as_str()),
+            _ => None,
+        });
     let mut loops = bare_pure.chain(update.rvars.iter().map(|r| r.name.as_str()));
     loops.any(empty)
 }
