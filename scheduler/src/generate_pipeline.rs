@@ -109,6 +109,15 @@ pub fn random_pipeline(rng: &mut impl Rng) -> GeneratedKernel {
     gen.fit_margins(rng)
 }
 
+/// What an index is for: a function, an input with a boundary condition, or one without (read
+/// at offsets of 0 and up).
+#[derive(Clone, Copy, PartialEq)]
+enum Reads {
+    Function,
+    Input,
+    InputAbove,
+}
+
 /// A read of an input outside it.
 #[derive(Clone, Copy, PartialEq)]
 struct OutOfBounds {
@@ -184,7 +193,7 @@ fn random_type(rng: &mut impl Rng) -> Dtype {
 }
 
 fn random_boundary(dtype: Dtype, rng: &mut impl Rng) -> Option<String> {
-    Some(match rng.random_range(0..8) {
+    Some(match rng.random_range(0..10) {
         0 => "clamp_edge".into(),
         1 => "mirror".into(),
         2 => "mirror_interior".into(),
@@ -707,22 +716,35 @@ impl KernelGen {
     /// or the reduction variable covering the dimension (mostly for inputs, where it stays in
     /// bounds; always where the dimension has no base).
     fn index(&mut self, scope: &Scope, dims: &[usize], rng: &mut impl Rng) -> String {
-        self.index_of(scope, dims, false, rng)
+        self.index_of(scope, dims, Reads::Function, rng)
     }
 
     /// Index arguments for an input buffer (every dimension).
-    fn input_index(&mut self, scope: &Scope, rng: &mut impl Rng) -> String {
+    /// Index arguments for one of `inputs` (every dimension). Unless all of them have a boundary
+    /// condition the offsets are 0 and up, so that a margin keeps the read in bounds (a read below
+    /// zero would need a boundary condition instead).
+    fn input_index(&mut self, scope: &Scope, inputs: &[&str], rng: &mut impl Rng) -> String {
         let dims: Vec<usize> = (0..self.rank).collect();
-        self.index_of(scope, &dims, true, rng)
+        let bounded = inputs.iter().all(|name| {
+            let input = self.inputs.iter().find(|i| &i.name == name);
+            input.is_some_and(|i| i.boundary.is_some())
+        });
+        let reads = if bounded {
+            Reads::Input
+        } else {
+            Reads::InputAbove
+        };
+        self.index_of(scope, &dims, reads, rng)
     }
 
     fn index_of(
         &mut self,
         scope: &Scope,
         dims: &[usize],
-        input: bool,
+        reads: Reads,
         rng: &mut impl Rng,
     ) -> String {
+        let input = reads != Reads::Function;
         let mut args = Vec::new();
         for &dim in dims {
             if let Some(full) = scope.full[dim].as_ref() {
@@ -736,6 +758,11 @@ impl KernelGen {
             let offset: i64 = match rng.random_range(0..4) {
                 0 | 1 => 0,
                 _ => rng.random_range(-2..=2),
+            };
+            let offset = if reads == Reads::InputAbove {
+                offset.abs()
+            } else {
+                offset
             };
             args.push(match offset {
                 0 => base,
@@ -775,7 +802,7 @@ impl KernelGen {
                 let input = buffers.choose(rng).cloned();
                 let name = input.map(|i| i.name).unwrap_or_else(|| "A".into());
                 let mut args: Vec<String> = self
-                    .input_index(scope, rng)
+                    .input_index(scope, &[&name], rng)
                     .split(", ")
                     .map(String::from)
                     .collect();
@@ -788,7 +815,7 @@ impl KernelGen {
             _ => {
                 let input = buffers.choose(rng).cloned();
                 let name = input.map(|i| i.name).unwrap_or_else(|| "A".into());
-                format!("{name}({})", self.input_index(scope, rng))
+                format!("{name}({})", self.input_index(scope, &[&name], rng))
             }
         }
     }
@@ -801,7 +828,8 @@ impl KernelGen {
             .filter(|i| i.table.is_none() && !i.dtype.is_float())
             .map(|i| i.name.clone())
             .collect();
-        let index = self.input_index(scope, rng);
+        let names: Vec<&str> = buffers.iter().map(String::as_str).collect();
+        let index = self.input_index(scope, &names, rng);
         match buffers.choose(rng) {
             Some(name) => format!("i32({name}({index}))"),
             None => {
