@@ -8,7 +8,7 @@
 //!
 //! Running is limited to small work: a kernel or schedule whose text holds a number above
 //! `RUN_LIMIT` is lowered and compiled but not run (a reduction over 0..2147483647 is slow, not
-//! wrong). `PROPTEST_CASES` scales every property (default 64 each, from a fixed seed;
+//! wrong). `PROPTEST_CASES` scales every property (default 256 each, from a fixed seed;
 //! `PROPTEST_RNG_SEED` picks another).
 
 use proptest::prelude::*;
@@ -211,14 +211,14 @@ fn small_sizes(pipeline: &Pipeline, seed: u64) -> BTreeMap<String, usize> {
     sizes
 }
 
-/// 64 cases per property from a fixed seed, so `cargo test` runs the same cases every time;
+/// 256 cases per property from a fixed seed, so `cargo test` runs the same cases every time;
 /// `PROPTEST_CASES` and `PROPTEST_RNG_SEED` run more or others.
 fn config() -> ProptestConfig {
     fn env<T: std::str::FromStr>(name: &str) -> Option<T> {
         std::env::var(name).ok().and_then(|v| v.parse().ok())
     }
     ProptestConfig {
-        cases: env("PROPTEST_CASES").unwrap_or(64),
+        cases: env("PROPTEST_CASES").unwrap_or(256),
         rng_seed: RngSeed::Fixed(env("PROPTEST_RNG_SEED").unwrap_or(20261201)),
         failure_persistence: None,
         ..ProptestConfig::default()
