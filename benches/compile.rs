@@ -46,7 +46,7 @@ fn compile_latency(c: &mut Criterion) {
         let pipeline = example(name);
         for (kind, schedule) in schedules(name, &pipeline) {
             group.bench_function(format!("{name}/{kind}"), |b| {
-                b.iter(|| strata::compile(&pipeline, &schedule, &[]).unwrap());
+                b.iter(|| strata::compile(&pipeline, &schedule, &strata::Sizes::new()).unwrap());
             });
         }
     }

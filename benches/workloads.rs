@@ -14,7 +14,6 @@ use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Samp
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rayon::prelude::*;
-use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::Duration;
 use strata::dsl::random::{agree, random_args};
@@ -79,7 +78,7 @@ fn group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
 struct Workload<'a> {
     kernel: &'a str,
     label: String,
-    sizes: Vec<(&'static str, i64)>,
+    sizes: strata::Sizes,
     pipeline: Pipeline,
     args: Args,
     expected: Buffer,
@@ -88,11 +87,8 @@ struct Workload<'a> {
 impl<'a> Workload<'a> {
     fn new(kernel: &'a str, label: String, sizes: Vec<(&'static str, i64)>) -> Workload<'a> {
         let pipeline = example(kernel);
-        let map: BTreeMap<String, usize> = sizes
-            .iter()
-            .map(|(n, v)| (n.to_string(), *v as usize))
-            .collect();
-        let args = random_args(&pipeline, &map, &mut StdRng::seed_from_u64(SEED)).unwrap();
+        let sizes = strata::sizes(&sizes);
+        let args = random_args(&pipeline, &sizes, &mut StdRng::seed_from_u64(SEED)).unwrap();
         let expected = Buffer::zeros(strata::Dtype::F32, &[0]).expect("an empty buffer");
         Workload {
             kernel,

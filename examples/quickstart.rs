@@ -34,19 +34,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("schedule:\n{schedule}\n");
 
     // Compile for a shape, run on random inputs, check against the reference.
-    let (m, n, k) = (256usize, 256usize, 256usize);
-    let compiled = strata::compile(
-        &matmul,
-        &schedule,
-        &[("M", m as i64), ("N", n as i64), ("K", k as i64)],
-    )?;
-    let sizes = [
-        ("M".to_string(), m),
-        ("N".to_string(), n),
-        ("K".to_string(), k),
-    ]
-    .into_iter()
-    .collect();
+    let (m, n, k) = (256, 256, 256);
+    let sizes = strata::sizes(&[("M", m), ("N", n), ("K", k)]);
+    let compiled = strata::compile(&matmul, &schedule, &sizes)?;
     let args = random_args(&matmul, &sizes, &mut rand::rng())?;
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
 

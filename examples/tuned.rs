@@ -5,7 +5,6 @@
 //!
 //! Run with `cargo run --release --example tuned` (it writes `tuned-example.db` here).
 
-use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,10 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let matmul = strata::parse_kernel(SOURCE, "matmul")?;
     let db = Db::open(std::path::Path::new("tuned-example.db"))?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let sizes: BTreeMap<String, usize> = [("M", 128), ("N", 128), ("K", 128)]
-        .into_iter()
-        .map(|(n, v)| (n.to_string(), v))
-        .collect();
+    let sizes = strata::sizes(&[("M", 128), ("N", 128), ("K", 128)]);
 
     let options = TuneOptions {
         trials: Some(40),
@@ -46,8 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         result.stop, result.trials
     );
 
-    let (_, from) =
-        strata::compile_tuned(&db, &matmul, &[("M", 128), ("N", 128), ("K", 128)], threads)?;
+    let (_, from) = strata::compile_tuned(&db, &matmul, &sizes, threads)?;
     match from {
         strata::TunedFrom::Winner { schedule, median_s } => {
             println!(
@@ -58,8 +53,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         strata::TunedFrom::Default { reason } => println!("no winner: {reason}"),
     }
     // A shape never tuned: the default schedule, with a warning that says what differed.
-    let (_, from) =
-        strata::compile_tuned(&db, &matmul, &[("M", 96), ("N", 96), ("K", 96)], threads)?;
+    let untuned = strata::sizes(&[("M", 96), ("N", 96), ("K", 96)]);
+    let (_, from) = strata::compile_tuned(&db, &matmul, &untuned, threads)?;
     if let strata::TunedFrom::Default { reason } = from {
         println!("96x96x96 falls back to the default schedule: {reason}");
     }

@@ -16,8 +16,8 @@
 
 pub use strata_dsl as dsl;
 pub use strata_dsl::{
-    evaluate, parse_kernel, parse_kernels, Args, Buffer, Diagnostic, Dtype, EvalError, KernelHash,
-    Pipeline, Value,
+    evaluate, parse_kernel, parse_kernels, sizes, Args, Buffer, Diagnostic, Dtype, EvalError,
+    KernelHash, Pipeline, Sizes, Value,
 };
 pub use strata_jit as jit;
 pub use strata_jit::{CallError, CodegenOptions, CompiledKernel};
@@ -30,15 +30,15 @@ pub use strata_tuning_db as tuning_db;
 pub use strata_jit::CompileError;
 
 /// Lowers `pipeline` under `schedule` and compiles it for this CPU. The result runs on any
-/// shape; `sizes` (e.g. `[("M", 512)]`) fix some sizes first, which lets the code use their
-/// values as constants (and makes the kernel refuse other shapes).
+/// shape; `fixed` sizes (e.g. `strata::sizes(&[("M", 512)])`, or `&Sizes::new()` for none) are
+/// fixed first, which lets the code use their values as constants (and makes the kernel refuse
+/// other shapes).
 pub fn compile(
     pipeline: &Pipeline,
     schedule: &Schedule,
-    sizes: &[(&str, i64)],
+    fixed: &Sizes,
 ) -> Result<CompiledKernel, CompileError> {
-    let fixed = sizes.iter().map(|(n, v)| (n.to_string(), *v)).collect();
-    strata_jit::compile_pipeline(pipeline, schedule, &fixed, &CodegenOptions::default())
+    strata_jit::compile_pipeline(pipeline, schedule, fixed, &CodegenOptions::default())
 }
 
 /// Where the schedule `compile_tuned` used came from.
@@ -59,14 +59,10 @@ pub enum TunedFrom {
 pub fn compile_tuned(
     db: &tuning_db::Db,
     pipeline: &Pipeline,
-    sizes: &[(&str, i64)],
+    sizes: &Sizes,
     threads: usize,
 ) -> Result<(CompiledKernel, TunedFrom), CompileError> {
-    let shape = sizes
-        .iter()
-        .map(|(n, v)| (n.to_string(), (*v).max(0) as usize))
-        .collect();
-    let key = tuner::tune::tuning_key(pipeline, &shape, threads);
+    let key = tuner::tune::tuning_key(pipeline, sizes, threads);
     // A stored winner whose schedule does not fit the kernel is skipped for the next.
     let from = match tuner::tune::usable_winner(db, pipeline, &key) {
         Ok(usable) => {

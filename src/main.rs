@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use strata::scheduler::lower::{lower, specialize};
 use strata::scheduler::schedule::text::parse_schedule;
-use strata::{Pipeline, Schedule};
+use strata::{Pipeline, Schedule, Sizes};
 
 #[derive(Parser)]
 #[command(
@@ -429,7 +429,7 @@ fn run_command(
 /// `strata run --json`'s one line.
 fn json_text(
     kernel: &Pipeline,
-    sizes: &std::collections::BTreeMap<String, usize>,
+    sizes: &Sizes,
     schedule: &Schedule,
     settings: &run::RunSettings,
     m: &run::Measurement,
@@ -453,7 +453,7 @@ fn json_text(
 /// `strata run`'s report.
 fn report_text(
     kernel: &Pipeline,
-    sizes: &std::collections::BTreeMap<String, usize>,
+    sizes: &Sizes,
     settings: &run::RunSettings,
     m: &run::Measurement,
 ) -> String {
@@ -523,16 +523,15 @@ fn read_schedule(arg: Option<&str>) -> Result<Schedule, String> {
 
 /// `M=512,N=512` as `(name, value)` pairs; a name given twice is an error (which value would
 /// be meant is unclear).
-fn parse_shape(text: &str) -> Result<Vec<(String, i64)>, String> {
-    let mut sizes: Vec<(String, i64)> = Vec::new();
+fn parse_shape(text: &str) -> Result<Sizes, String> {
+    let mut sizes = Sizes::new();
     for part in text.split(',').filter(|part| !part.trim().is_empty()) {
         let (name, value) = parse_size(part)?;
-        if sizes.iter().any(|(n, _)| *n == name) {
+        if sizes.insert(name.clone(), value).is_some() {
             return Err(format!(
                 "error: --shape gives the size `{name}` more than once"
             ));
         }
-        sizes.push((name, value));
     }
     Ok(sizes)
 }

@@ -3,10 +3,9 @@
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use strata::dsl::random::{agree, random_args};
-use strata::{Args, Buffer, CompiledKernel, Pipeline, Schedule};
+use strata::{Args, Buffer, CompiledKernel, Pipeline, Schedule, Sizes};
 
 /// The float tolerance answers are checked with (reassociation and fused multiply-adds).
 pub const FLOAT_TOLERANCE: f64 = 1e-4;
@@ -34,21 +33,15 @@ pub struct RunSettings {
 }
 
 /// Every size bound by `shape`, or the error naming the one that is not.
-pub fn complete_shape(
-    pipeline: &Pipeline,
-    shape: &[(String, i64)],
-) -> Result<BTreeMap<String, usize>, String> {
-    let mut sizes = BTreeMap::new();
+pub fn complete_shape(pipeline: &Pipeline, shape: &Sizes) -> Result<Sizes, String> {
+    let mut sizes = Sizes::new();
     for name in pipeline.size_vars() {
-        let value = shape
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| *v)
-            .ok_or_else(|| {
-                format!("error: the shape leaves size `{name}` unbound (give --shape {name}=...)")
-            })?;
-        let value = usize::try_from(value)
-            .map_err(|_| format!("error: size `{name}` must not be negative"))?;
+        let value = shape.get(&name).copied().ok_or_else(|| {
+            format!("error: the shape leaves size `{name}` unbound (give --shape {name}=...)")
+        })?;
+        if value < 0 {
+            return Err(format!("error: size `{name}` must not be negative"));
+        }
         sizes.insert(name, value);
     }
     Ok(sizes)
@@ -57,14 +50,13 @@ pub fn complete_shape(
 pub fn measure(
     pipeline: &Pipeline,
     schedule: &Schedule,
-    sizes: &BTreeMap<String, usize>,
+    sizes: &Sizes,
     settings: &RunSettings,
 ) -> Result<Measurement, String> {
-    let fixed: Vec<(&str, i64)> = sizes.iter().map(|(n, v)| (n.as_str(), *v as i64)).collect();
     // The shapes are checked (and the inputs made) before anything is compiled.
     let args = random_args(pipeline, sizes, &mut StdRng::seed_from_u64(settings.seed))
         .map_err(|e| format!("error: {e}"))?;
-    let kernel = strata::compile(pipeline, schedule, &fixed).map_err(|e| format!("error: {e}"))?;
+    let kernel = strata::compile(pipeline, schedule, sizes).map_err(|e| format!("error: {e}"))?;
     let first = kernel
         .run(&args, settings.threads)
         .map_err(|e| format!("error: {e}"))?;

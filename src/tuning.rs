@@ -2,7 +2,6 @@
 //! tuning database.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -11,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use strata::tuner::{StrategyKind, TuneOptions, WorkerCommand};
 use strata::tuning_db::{printable, short_hash, Db, DbError, Measurement, ReportEntry, Run};
-use strata::Pipeline;
+use strata::{Pipeline, Sizes};
 
 /// Settings of `strata tune` beyond the kernel and shape.
 pub struct TuneSettings {
@@ -29,7 +28,7 @@ pub fn tune(
     db_path: &Path,
     kernel: &Pipeline,
     source: &str,
-    sizes: &BTreeMap<String, usize>,
+    sizes: &Sizes,
     settings: &TuneSettings,
 ) -> Result<(), String> {
     let strategy = StrategyKind::from_name(&settings.strategy).ok_or_else(|| {
@@ -196,7 +195,7 @@ fn winner_loop_nest(db: &Db, e: &ReportEntry) -> String {
             e.best_schedule.as_deref().unwrap_or(""),
         )?;
         let lowered = strata::lower(&kernel, &schedule).map_err(|err| err.to_string())?;
-        let sizes: Vec<(String, i64)> = e
+        let sizes: Sizes = e
             .key
             .shape
             .split(',')
@@ -369,7 +368,7 @@ pub fn import(db_path: &Path, input: &Path) -> Result<(), String> {
 pub fn best_schedule(
     db_path: &Path,
     kernel: &Pipeline,
-    sizes: &BTreeMap<String, usize>,
+    sizes: &Sizes,
     threads: usize,
 ) -> Result<String, String> {
     let db = Db::open_read_only(db_path).map_err(|e| format!("error: {e}"))?;

@@ -15,12 +15,11 @@ use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use std::collections::BTreeMap;
 use strata::dsl::random::{agree, random_args};
 use strata::scheduler::generate::random_schedule;
 use strata::scheduler::generate_pipeline::random_pipeline;
 use strata::scheduler::schedule::text::parse_schedule;
-use strata::{evaluate, parse_kernel, Pipeline, Schedule};
+use strata::{evaluate, parse_kernel, Pipeline, Schedule, Sizes};
 
 const FLOAT_TOLERANCE: f64 = 1e-4;
 /// The largest number a text may hold for its kernel to be run (not only compiled).
@@ -177,10 +176,10 @@ fn small_numbers(text: &str) -> bool {
 fn exercise(
     pipeline: &Pipeline,
     schedule: &Schedule,
-    sizes: &BTreeMap<String, usize>,
+    sizes: &Sizes,
     run: bool,
 ) -> Result<(), TestCaseError> {
-    let Ok(compiled) = strata::compile(pipeline, schedule, &[]) else {
+    let Ok(compiled) = strata::compile(pipeline, schedule, &Sizes::new()) else {
         return Ok(());
     };
     if !run {
@@ -196,13 +195,13 @@ fn exercise(
 }
 
 /// Small sizes for every size variable of `pipeline`.
-fn small_sizes(pipeline: &Pipeline, seed: u64) -> BTreeMap<String, usize> {
-    let mut sizes = BTreeMap::new();
+fn small_sizes(pipeline: &Pipeline, seed: u64) -> Sizes {
+    let mut sizes = Sizes::new();
     for (i, input) in pipeline.inputs.iter().enumerate() {
         if let strata::dsl::ir::InputKind::Buffer { shape, .. } = &input.kind {
             for extent in shape {
                 if let strata::dsl::ir::Extent::Size(s) = extent {
-                    let v = ((seed >> (i * 3)) % 7) as usize + 1;
+                    let v = ((seed >> (i * 3)) % 7) as i64 + 1;
                     sizes.entry(s.clone()).or_insert(v);
                 }
             }
@@ -265,18 +264,16 @@ proptest! {
         let kernel = random_pipeline(&mut StdRng::seed_from_u64(seed));
         let pipeline = kernel.pipeline().map_err(TestCaseError::fail)?;
         let schedule = random_schedule(&pipeline, &mut StdRng::seed_from_u64(seed));
-        let fixed: Vec<(&str, i64)> =
-            kernel.sizes.iter().map(String::as_str).zip(values.iter().copied()).collect();
+        let fixed: Sizes = kernel.sizes.iter().cloned().zip(values.iter().copied()).collect();
         let _ = strata::compile(&pipeline, &schedule, &fixed);
         // Bound at call time: one size zero, so every buffer is empty.
-        let big = values.iter().map(|v| v.unsigned_abs() as usize).max().unwrap_or(0);
-        let mut sizes: BTreeMap<String, usize> =
-            kernel.sizes.iter().map(|s| (s.clone(), big)).collect();
+        let big = values.iter().map(|v| v.saturating_abs()).max().unwrap_or(0);
+        let mut sizes: Sizes = kernel.sizes.iter().map(|s| (s.clone(), big)).collect();
         if let Some(first) = kernel.sizes.first() {
             sizes.insert(first.clone(), 0);
         }
         if kernel.sizes.len() == 2 {
-            let Ok(compiled) = strata::compile(&pipeline, &schedule, &[]) else {
+            let Ok(compiled) = strata::compile(&pipeline, &schedule, &Sizes::new()) else {
                 return Ok(());
             };
             if let Ok(args) = random_args(&pipeline, &sizes, &mut StdRng::seed_from_u64(0)) {
@@ -317,15 +314,11 @@ impl Drop for TempDb {
 
 /// The export of a database holding one run of `pipeline` on `sizes` with one measured
 /// schedule (the winner).
-fn export_of(pipeline: &Pipeline, sizes: &[(&str, i64)], schedule: &Schedule) -> String {
+fn export_of(pipeline: &Pipeline, shape: &Sizes, schedule: &Schedule) -> String {
     use strata::tuning_db::{Measurement, NewRun, Status};
-    let shape = sizes
-        .iter()
-        .map(|(n, v)| (n.to_string(), *v as usize))
-        .collect();
     let temp = TempDb::new();
     let run = NewRun {
-        key: strata::tuner::tune::tuning_key(pipeline, &shape, 1),
+        key: strata::tuner::tune::tuning_key(pipeline, shape, 1),
         kernel_source: pipeline.to_string(),
         strata_version: "0".into(),
         strategy: "random".into(),
@@ -368,13 +361,12 @@ proptest! {
         let pipeline = kernel.pipeline().map_err(TestCaseError::fail)?;
         let schedule = random_schedule(&pipeline, &mut StdRng::seed_from_u64(seed));
         let sizes = small_sizes(&pipeline, seed);
-        let fixed: Vec<(&str, i64)> = sizes.iter().map(|(n, v)| (n.as_str(), *v as i64)).collect();
-        let text = mutate(&export_of(&pipeline, &fixed, &schedule), &edits);
+        let text = mutate(&export_of(&pipeline, &sizes, &schedule), &edits);
         let temp = TempDb::new();
         if temp.db.import(&mut text.as_bytes()).is_err() {
             return Ok(());
         }
-        let Ok((compiled, _)) = strata::compile_tuned(&temp.db, &pipeline, &fixed, 1) else {
+        let Ok((compiled, _)) = strata::compile_tuned(&temp.db, &pipeline, &sizes, 1) else {
             return Ok(());
         };
         // Sizes the kernel's shapes refuse (a negative output extent) are not under test here.

@@ -1368,7 +1368,7 @@ fn an_unusable_winner_is_skipped_for_the_next_one() {
     let source = std::fs::read_to_string(kernel_file(MATMUL)).unwrap();
     let kernel = strata::parse_kernel(&source, "matmul.strata").unwrap();
     let store = Db::open_existing(db.path()).unwrap();
-    let sizes = [("M", 32), ("N", 32), ("K", 32)];
+    let sizes = strata::sizes(&[("M", 32), ("N", 32), ("K", 32)]);
     let (_, from) = strata::compile_tuned(&store, &kernel, &sizes, 1).expect("it compiles");
     match from {
         strata::TunedFrom::Winner { schedule, .. } => assert_eq!(schedule.to_string(), real),
@@ -1381,9 +1381,7 @@ fn only_unusable_winners_fall_back_to_the_default_schedule() {
     let db = TempDb::new("all-unusable");
     let source = std::fs::read_to_string(kernel_file(MATMUL)).unwrap();
     let kernel = strata::parse_kernel(&source, "matmul.strata").unwrap();
-    let sizes: BTreeMap<String, usize> = [("M", 32), ("N", 32), ("K", 32)]
-        .map(|(n, v)| (n.to_string(), v))
-        .into();
+    let sizes = strata::sizes(&[("M", 32), ("N", 32), ("K", 32)]);
     {
         let store = Db::open(db.path()).unwrap();
         store
@@ -1403,8 +1401,7 @@ fn only_unusable_winners_fall_back_to_the_default_schedule() {
     }
     add_unusable_winners(db.path(), &["C: vectorize(nosuch)"]);
     let store = Db::open_existing(db.path()).unwrap();
-    let fixed = [("M", 32), ("N", 32), ("K", 32)];
-    let (_, from) = strata::compile_tuned(&store, &kernel, &fixed, 1).expect("it compiles");
+    let (_, from) = strata::compile_tuned(&store, &kernel, &sizes, 1).expect("it compiles");
     assert!(
         matches!(&from, strata::TunedFrom::Default { reason } if reason.contains("no stored winner fits")),
         "{from:?}"

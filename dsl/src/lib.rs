@@ -33,7 +33,7 @@ pub use dtype::Dtype;
 pub use eval::{evaluate, evaluate_counting, Args, EvalError, Work};
 pub use hash::KernelHash;
 pub use ir::*;
-pub use signature::{CallError, Signature, Sizes};
+pub use signature::{sizes, CallError, Signature, Sizes};
 pub use value::{BinOp, Value};
 
 /// The stack the parser, checker and reference evaluator run on. Nesting is limited to 256

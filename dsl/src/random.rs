@@ -8,24 +8,15 @@ use crate::ir::{InputKind, Pipeline};
 use crate::signature::Sizes;
 use crate::value::Value;
 use rand::Rng;
-use std::collections::BTreeMap;
 
 /// Random buffers and scalars for every input of `pipeline`, with the given sizes. Floats are
 /// uniform in [-1, 1) (scalars in [-2, 4)); integers cover the type's range up to 65535. The
 /// shapes (inputs' and output's) are checked as a call would check them before anything is
 /// allocated, and allocation failure is an error, not an abort.
-pub fn random_args(
-    pipeline: &Pipeline,
-    sizes: &BTreeMap<String, usize>,
-    rng: &mut impl Rng,
-) -> Result<Args, String> {
-    let sizes: Sizes = sizes
-        .iter()
-        .map(|(name, &v)| (name.clone(), i64::try_from(v).unwrap_or(i64::MAX)))
-        .collect();
+pub fn random_args(pipeline: &Pipeline, sizes: &Sizes, rng: &mut impl Rng) -> Result<Args, String> {
     let (shapes, _) = pipeline
         .call_signature()
-        .shapes_for(&sizes)
+        .shapes_for(sizes)
         .map_err(|e| e.to_string())?;
     let mut args = Args::new();
     for input in &pipeline.inputs {

@@ -28,8 +28,15 @@ use crate::value::BinOp;
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// The value of every size variable of a call, by name. The one sizes type of the public API.
+/// The value of every size variable of a call, by name. The one sizes type of the public API:
+/// what a call binds, what `compile` fixes in advance, what `random_args`, the tuner and the
+/// tuning database's shapes take.
 pub type Sizes = BTreeMap<String, i64>;
+
+/// `Sizes` from pairs: `sizes(&[("M", 512), ("N", 256)])`.
+pub fn sizes(pairs: &[(&str, i64)]) -> Sizes {
+    pairs.iter().map(|(n, v)| (n.to_string(), *v)).collect()
+}
 
 /// The most elements one buffer may have: flattened element indices are `i32`.
 pub const MAX_ELEMENTS: u64 = i32::MAX as u64;

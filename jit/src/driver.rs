@@ -28,8 +28,7 @@ pub fn lower_for(
     if fixed.is_empty() {
         return Ok(lowered);
     }
-    let fixed: Vec<(String, i64)> = fixed.iter().map(|(n, v)| (n.clone(), *v)).collect();
-    specialize(&lowered, &fixed)
+    specialize(&lowered, fixed)
 }
 
 /// `lower_for`, then compiled for this CPU with `options`.

@@ -4,8 +4,8 @@
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use std::collections::BTreeMap;
 use strata_dsl::random::{agree, random_args, random_buffer};
+use strata_dsl::Sizes;
 use strata_dsl::{evaluate, parse_kernel, Args, Buffer, Data, Dtype, Pipeline, Value};
 use strata_jit::{CallError, CodegenOptions, CompiledKernel};
 use strata_scheduler::lower::lower;
@@ -348,8 +348,8 @@ fn bits(b: &Buffer) -> Vec<u64> {
     }
 }
 
-fn sizes(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
-    pairs.iter().map(|&(n, v)| (n.to_string(), v)).collect()
+fn sizes(pairs: &[(&str, i64)]) -> Sizes {
+    strata_dsl::sizes(pairs)
 }
 
 /// Four threads call one compiled kernel at once, each with its own inputs (and each call
@@ -381,7 +381,7 @@ fn one_kernel_called_from_four_threads_at_once() {
 }
 
 /// One thread and four give identical bits: the parallel loops split only pure dimensions.
-fn same_bits_for_any_thread_count(name: &str, schedule: &str, size: BTreeMap<String, usize>) {
+fn same_bits_for_any_thread_count(name: &str, schedule: &str, size: Sizes) {
     let k = example(name, schedule);
     assert!(
         k.lowered.to_string().contains("parallel"),

@@ -8,8 +8,8 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::collections::BTreeMap;
 use strata_dsl::random::{agree, random_args};
+use strata_dsl::Sizes;
 use strata_dsl::{evaluate, parse_kernel, Pipeline};
 use strata_jit::{CallError, CodegenOptions, CompiledKernel};
 use strata_scheduler::generate::random_schedule;
@@ -27,9 +27,9 @@ fn example(name: &str) -> Pipeline {
     parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
 }
 
-fn random_sizes(name: &str, rng: &mut StdRng) -> BTreeMap<String, usize> {
-    let mut r = |lo: usize, hi: usize| rng.random_range(lo..=hi);
-    let sizes: Vec<(&str, usize)> = match name {
+fn random_sizes(name: &str, rng: &mut StdRng) -> Sizes {
+    let mut r = |lo: i64, hi: i64| rng.random_range(lo..=hi);
+    let sizes: Vec<(&str, i64)> = match name {
         "matmul" => vec![("M", r(1, 9)), ("N", r(1, 19)), ("K", r(1, 7))],
         "blur3x3" => vec![("H", r(3, 12)), ("W", r(3, 21))],
         "softmax" => vec![("R", r(1, 5)), ("C", r(1, 21))],

@@ -8,17 +8,17 @@ mod common;
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use std::collections::BTreeMap;
 use strata_dsl::random::random_args;
 use strata_dsl::signature::{MAX_ELEMENTS, MAX_EXTENT};
+use strata_dsl::Sizes;
 use strata_dsl::{evaluate, parse_kernel, Args, Buffer, CallError, Dtype};
 use strata_scheduler::interp::{interpret, InterpError};
 use strata_scheduler::lower::lower;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::Schedule;
 
-fn sizes(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
-    pairs.iter().map(|(n, v)| (n.to_string(), *v)).collect()
+fn sizes(pairs: &[(&str, i64)]) -> Sizes {
+    strata_dsl::sizes(pairs)
 }
 
 #[test]
@@ -47,7 +47,7 @@ fn inputs_past_the_element_limit_are_refused_before_allocation() {
         err.contains("input `A`") && err.contains("too large"),
         "{err}"
     );
-    let wide = sizes(&[("X", 1), ("Y", 1), ("Z", MAX_EXTENT as usize + 1)]);
+    let wide = sizes(&[("X", 1), ("Y", 1), ("Z", MAX_EXTENT + 1)]);
     let err = random_args(&k, &wide, &mut rng).unwrap_err();
     assert!(err.contains("size `Z`"), "{err}");
 }

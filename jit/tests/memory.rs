@@ -7,9 +7,9 @@
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use std::collections::BTreeMap;
 use std::time::Instant;
 use strata_dsl::random::{agree, random_args};
+use strata_dsl::Sizes;
 use strata_dsl::{evaluate, parse_kernel, Args, Buffer};
 use strata_jit::{CodegenOptions, CompiledKernel};
 use strata_scheduler::lower::lower;
@@ -40,8 +40,8 @@ const VARIANTS: [(&str, &str); 8] = [
     ("brighten", "out: vectorize(x, 8).unroll(y, 2)"),
 ];
 
-fn sizes(name: &str) -> BTreeMap<String, usize> {
-    let pairs: &[(&str, usize)] = match name {
+fn sizes(name: &str) -> Sizes {
+    let pairs: &[(&str, i64)] = match name {
         "matmul" => &[("M", 5), ("N", 9), ("K", 4)],
         "softmax" => &[("R", 3), ("C", 10)],
         _ => &[("H", 6), ("W", 11)],

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use strata_dsl::ir::{Extent, InputKind};
 use strata_dsl::random::{agree, random_args};
+use strata_dsl::Sizes;
 use strata_dsl::{evaluate, Args, Buffer, EvalError, Pipeline, Value};
 use strata_jit::{CallError, CodegenOptions, CompiledKernel};
 use strata_scheduler::generate::random_schedule;
@@ -38,7 +39,7 @@ struct Case {
     kernel: GeneratedKernel,
     pipeline: Pipeline,
     schedule: Schedule,
-    sizes: BTreeMap<String, usize>,
+    sizes: Sizes,
     threads: usize,
 }
 
@@ -269,7 +270,7 @@ fn generated_kernels_check_and_replay() {
 /// Arguments for `pipeline` with `sizes`, built directly (not through `random_args`, which
 /// checks shapes as a call does: here the call's own checks are under test). With a zero size
 /// every buffer is empty, so no memory is needed however large the other sizes are.
-fn empty_args(pipeline: &Pipeline, sizes: &BTreeMap<String, usize>) -> Option<Args> {
+fn empty_args(pipeline: &Pipeline, sizes: &Sizes) -> Option<Args> {
     let mut args = Args::new();
     for input in &pipeline.inputs {
         match &input.kind {
@@ -279,7 +280,7 @@ fn empty_args(pipeline: &Pipeline, sizes: &BTreeMap<String, usize>) -> Option<Ar
                     .iter()
                     .map(|e| match e {
                         Extent::Const(c) => Some(*c as usize),
-                        Extent::Size(s) => sizes.get(s).copied(),
+                        Extent::Size(s) => sizes.get(s).and_then(|&v| usize::try_from(v).ok()),
                     })
                     .collect::<Option<_>>()?;
                 args = args.buffer(&input.name, Buffer::zeros(input.dtype, &shape).ok()?);
@@ -294,11 +295,11 @@ fn empty_args(pipeline: &Pipeline, sizes: &BTreeMap<String, usize>) -> Option<Ar
 /// or a clear error from every door, never a crash or a wrong shape.
 #[test]
 fn shapes_near_the_i32_limit_are_refused_or_empty() {
-    let huge = [
-        i32::MAX as usize - 1,
-        i32::MAX as usize,
-        i32::MAX as usize + 1,
-        u32::MAX as usize,
+    let huge: [i64; 5] = [
+        i32::MAX as i64 - 1,
+        i32::MAX as i64,
+        i32::MAX as i64 + 1,
+        u32::MAX as i64,
         1 << 40,
     ];
     let mut checked = 0;
@@ -309,7 +310,7 @@ fn shapes_near_the_i32_limit_are_refused_or_empty() {
         }
         for (zero, big) in [(0, 1), (1, 0)] {
             for &h in &huge {
-                let sizes: BTreeMap<String, usize> = [
+                let sizes: Sizes = [
                     (case.kernel.sizes[zero].clone(), 0),
                     (case.kernel.sizes[big].clone(), h),
                 ]
@@ -364,7 +365,7 @@ fn replay() {
     let schedule = read("STRATA_SCHEDULE")
         .map(|s| parse_schedule(&s).unwrap_or_else(|e| panic!("{e}")))
         .unwrap_or_default();
-    let sizes: BTreeMap<String, usize> = std::env::var("STRATA_SIZES")
+    let sizes: Sizes = std::env::var("STRATA_SIZES")
         .unwrap_or_default()
         .split(',')
         .filter_map(|kv| kv.split_once('='))
@@ -407,7 +408,10 @@ fn minimized(kernel: &str, schedule: &str, sizes: &[(&str, usize)]) {
             },
             pipeline: pipeline.clone(),
             schedule: schedule.clone(),
-            sizes: sizes.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+            sizes: sizes
+                .iter()
+                .map(|(n, v)| (n.to_string(), *v as i64))
+                .collect(),
             threads,
         };
         match run_case(&case) {

@@ -5,8 +5,8 @@
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use std::collections::BTreeMap;
 use strata_dsl::random::{agree, random_args};
+use strata_dsl::Sizes;
 use strata_dsl::{evaluate, parse_kernel, CallError, Pipeline};
 use strata_jit::{CodegenOptions, CompiledKernel};
 use strata_scheduler::generate::random_schedule;
@@ -62,8 +62,10 @@ fn matches_reference(
     let compiled = CompiledKernel::new(&lowered, &options())
         .map_err(|e| format!("compilation failed: {e}\n{lowered}"))?;
     for (seed, shape) in shapes.iter().enumerate() {
-        let sizes: BTreeMap<String, usize> =
-            shape.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+        let sizes: Sizes = shape
+            .iter()
+            .map(|(n, v)| (n.to_string(), *v as i64))
+            .collect();
         let args = random_args(pipeline, &sizes, &mut StdRng::seed_from_u64(seed as u64))?;
         let expected = evaluate(pipeline, &args).map_err(|e| format!("reference: {e}"))?;
         for threads in [1, 3] {

@@ -6,7 +6,6 @@
 //! reassociated, so they must agree within 1e-5 of the sum of the magnitudes added.
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
-use std::collections::BTreeMap;
 use strata_dsl::random::random_args;
 use strata_dsl::{evaluate, parse_kernel, Buffer, Value};
 use strata_jit::{CodegenOptions, CompiledKernel};
@@ -59,11 +58,10 @@ fn vectorized_reductions_match_the_reference() {
             );
             for k in [1usize, 3, 8, 13, 32, 37] {
                 let n = rng.random_range(1..4usize);
-                let sizes = BTreeMap::from([("N".to_string(), n), ("K".to_string(), k)]);
+                let sizes = strata_dsl::sizes(&[("N", n as i64), ("K", k as i64)]);
                 let args = random_args(&pipeline, &sizes, &mut rng).unwrap();
                 let expected = evaluate(&pipeline, &args).unwrap();
-                let known = [("N".to_string(), n as i64), ("K".to_string(), k as i64)];
-                let special = specialize(&generic, &known).unwrap();
+                let special = specialize(&generic, &sizes).unwrap();
                 if k % 16 == 0 {
                     assert!(
                         special.to_string().contains(".vacc"),

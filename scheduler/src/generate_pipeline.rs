@@ -24,10 +24,11 @@ use crate::lower::lower;
 use crate::{LoweredKernel, Schedule};
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
+use std::collections::BTreeSet;
 use std::collections::HashMap;
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use strata_dsl::random::random_args;
+use strata_dsl::Sizes;
 use strata_dsl::{evaluate, parse_kernel, Dtype, EvalError, Pipeline, Value};
 
 /// The most functions (the output included) a generated pipeline defines.
@@ -78,8 +79,8 @@ impl GeneratedKernel {
 
     /// A random shape: each size is its margin plus 0 (an empty output), 1 (an output of
     /// extent 1), a few more, or now and then a few dozen.
-    pub fn random_sizes(&self, rng: &mut impl Rng) -> BTreeMap<String, usize> {
-        let mut sizes = BTreeMap::new();
+    pub fn random_sizes(&self, rng: &mut impl Rng) -> Sizes {
+        let mut sizes = Sizes::new();
         for (name, margin) in self.sizes.iter().zip(&self.margins) {
             // Mostly small, sometimes large enough for several full vectors and tiles.
             let extra = match rng.random_range(0..20) {
@@ -88,7 +89,7 @@ impl GeneratedKernel {
                 6 => rng.random_range(20..=70),
                 _ => rng.random_range(2..=11),
             };
-            sizes.insert(name.clone(), (*margin + extra).max(1) as usize);
+            sizes.insert(name.clone(), (*margin + extra).max(1));
         }
         sizes
     }
@@ -931,11 +932,11 @@ impl KernelGen {
         let pipeline = parse_kernel(text, "generated").ok()?;
         let lowered = lower(&pipeline, &Schedule::new()).ok();
         for extra in [1, 2, 5] {
-            let sizes: BTreeMap<String, usize> = self
+            let sizes: Sizes = self
                 .sizes
                 .iter()
                 .zip(margins)
-                .map(|(s, m)| (s.clone(), (m + extra) as usize))
+                .map(|(s, m)| (s.clone(), m + extra))
                 .collect();
             let inferred = lowered
                 .as_ref()
@@ -973,11 +974,7 @@ impl KernelGen {
 
     /// The first input without a boundary condition that `lowered` reads outside of, with
     /// `sizes`.
-    fn outside_region(
-        &self,
-        lowered: &LoweredKernel,
-        sizes: &BTreeMap<String, usize>,
-    ) -> Option<OutOfBounds> {
+    fn outside_region(&self, lowered: &LoweredKernel, sizes: &Sizes) -> Option<OutOfBounds> {
         let vars: HashMap<String, VValue> = sizes
             .iter()
             .map(|(n, &v)| (n.clone(), VValue::scalar(Value::I32(v as i32))))
@@ -992,7 +989,7 @@ impl KernelGen {
             for (dim, range) in region.iter().enumerate() {
                 let extent = match input.table {
                     Some(n) => n as i64,
-                    None => *sizes.get(&self.sizes[dim])? as i64,
+                    None => *sizes.get(&self.sizes[dim])?,
                 };
                 let (min, len) = (value(&range.min)?, value(&range.extent)?);
                 let over = if len <= 0 {

@@ -14,7 +14,12 @@ use strata_scheduler::{Expr, ForKind, Stmt};
 fn value(e: &Expr, vars: &[(&str, i32)]) -> i64 {
     let vars: HashMap<String, _> = vars
         .iter()
-        .map(|(n, v)| (n.to_string(), strata_scheduler::interp::VValue::scalar(Value::I32(*v))))
+        .map(|(n, v)| {
+            (
+                n.to_string(),
+                strata_scheduler::interp::VValue::scalar(Value::I32(*v)),
+            )
+        })
         .collect();
     let v = eval_expr(e, &vars).unwrap_or_else(|err| panic!("{e}: {err}"));
     v.as_scalar()
@@ -28,7 +33,11 @@ fn index_expr() -> impl Strategy<Value = Expr> {
         .prop_map(|(v, c)| Expr::add(Expr::var(v), Expr::int(c)));
     leaf.prop_recursive(3, 12, 2, |inner| {
         (any::<bool>(), inner.clone(), inner, -3i32..=3).prop_map(|(is_min, a, b, c)| {
-            let m = if is_min { Expr::min(a, b) } else { Expr::max(a, b) };
+            let m = if is_min {
+                Expr::min(a, b)
+            } else {
+                Expr::max(a, b)
+            };
             Expr::add(m, Expr::int(c))
         })
     })

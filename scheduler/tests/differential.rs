@@ -13,8 +13,8 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::collections::BTreeMap;
 use strata_dsl::random::{agree, random_args};
+use strata_dsl::Sizes;
 use strata_dsl::{evaluate, parse_kernel, Args, Buffer, CallError, Pipeline};
 use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::{interpret, InterpError};
@@ -51,7 +51,10 @@ fn random_sizes(name: &str, rng: &mut StdRng) -> Vec<(&'static str, usize)> {
 }
 
 fn args_for(pipeline: &Pipeline, sizes: &[(&str, usize)], rng: &mut StdRng) -> Args {
-    let sizes: BTreeMap<String, usize> = sizes.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+    let sizes: Sizes = sizes
+        .iter()
+        .map(|(n, v)| (n.to_string(), *v as i64))
+        .collect();
     random_args(pipeline, &sizes, rng).unwrap()
 }
 
@@ -79,7 +82,9 @@ fn case(name: &str, pipeline: &Pipeline, seed: u64) -> Result<Outcome, String> {
     let expected =
         evaluate(pipeline, &args).map_err(|e| context(format!("reference failed: {e}")))?;
     let got = match interpret(&kernel, &args) {
-        Err(InterpError::Call(CallError::InputTooSmall { .. })) if schedule.to_string().contains("round_up") => {
+        Err(InterpError::Call(CallError::InputTooSmall { .. }))
+            if schedule.to_string().contains("round_up") =>
+        {
             return Ok(Outcome::Refused)
         }
         Err(e) => return Err(context(format!("interpreter failed: {e}\n{kernel}"))),

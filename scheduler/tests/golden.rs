@@ -38,8 +38,7 @@ fn hand_schedule(name: &str) -> Schedule {
 
 fn printed(name: &str, schedule: &Schedule, sizes: &[(&str, i64)]) -> String {
     let kernel = lower(&example(name), schedule).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let sizes: Vec<(String, i64)> = sizes.iter().map(|(n, v)| (n.to_string(), *v)).collect();
-    specialize(&kernel, &sizes)
+    specialize(&kernel, &strata_dsl::sizes(sizes))
         .unwrap_or_else(|e| panic!("{name}: {e}"))
         .to_string()
 }

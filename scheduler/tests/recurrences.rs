@@ -5,8 +5,8 @@
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use std::collections::BTreeMap;
 use strata_dsl::random::{agree, random_args};
+use strata_dsl::Sizes;
 use strata_dsl::{evaluate, parse_kernel, CallError, Pipeline};
 use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::{interpret, InterpError};
@@ -69,8 +69,10 @@ fn matches_reference(
 ) -> Result<(), String> {
     let kernel = lower(pipeline, schedule).map_err(|e| format!("lowering failed: {e}"))?;
     for (seed, shape) in shapes.iter().enumerate() {
-        let sizes: BTreeMap<String, usize> =
-            shape.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+        let sizes: Sizes = shape
+            .iter()
+            .map(|(n, v)| (n.to_string(), *v as i64))
+            .collect();
         let args = random_args(pipeline, &sizes, &mut StdRng::seed_from_u64(seed as u64))?;
         let expected = evaluate(pipeline, &args).map_err(|e| format!("reference: {e}"))?;
         let got = match interpret(&kernel, &args) {

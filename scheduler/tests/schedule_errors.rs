@@ -767,7 +767,8 @@ const SCALED_MATMUL: &str = "kernel scaled_matmul(A: f32[M, K], B: f32[K, N]) ->
 
 /// The message validating `text` against a kernel given as source gives.
 fn error_in(source: &str, text: &str) -> String {
-    let pipeline = strata_dsl::parse_kernel(source, "test.strata").unwrap_or_else(|e| panic!("{e}"));
+    let pipeline =
+        strata_dsl::parse_kernel(source, "test.strata").unwrap_or_else(|e| panic!("{e}"));
     let schedule = parse_schedule(text).unwrap_or_else(|e| panic!("{e}"));
     match validate(&lift_reductions(&pipeline), &schedule) {
         Ok(_) => panic!("`{text}` should be rejected"),
@@ -777,7 +778,8 @@ fn error_in(source: &str, text: &str) -> String {
 
 /// Each place the message offers, written as it says, validates.
 fn assert_suggestions_validate(source: &str, func: &str, message: &str, rest: &str) {
-    let pipeline = strata_dsl::parse_kernel(source, "test.strata").unwrap_or_else(|e| panic!("{e}"));
+    let pipeline =
+        strata_dsl::parse_kernel(source, "test.strata").unwrap_or_else(|e| panic!("{e}"));
     let (_, legal) = message
         .split_once("legal: compute_root(), or compute_at(")
         .expect("a compute_at suggestion");
@@ -804,9 +806,13 @@ fn compute_at_suggestions_name_the_consumers_stage() {
 #[test]
 fn compute_at_suggestions_leave_out_vectorized_loops() {
     let vectorized = "\nE_sum0.update(0): vectorize(l, 4)";
-    let message = error_in(SCALED_MATMUL, &format!("D: compute_at(E_sum0, i){vectorized}"));
+    let message = error_in(
+        SCALED_MATMUL,
+        &format!("D: compute_at(E_sum0, i){vectorized}"),
+    );
     assert!(
-        message.ends_with("legal: compute_root(), or compute_at(E_sum0.update(0), v) for v in i, l"),
+        message
+            .ends_with("legal: compute_root(), or compute_at(E_sum0.update(0), v) for v in i, l"),
         "{message}"
     );
     assert_suggestions_validate(SCALED_MATMUL, "D", &message, vectorized);

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strata_dsl::random::random_args;
-use strata_dsl::Pipeline;
+use strata_dsl::{Pipeline, Sizes};
 use strata_scheduler::lower::lift_reductions::lift_reductions;
 use strata_scheduler::schedule::validate::validate;
 use strata_scheduler::Schedule;
@@ -104,11 +104,7 @@ struct Session<'a> {
 }
 
 /// The database key of a kernel at a shape on this machine.
-pub fn tuning_key(
-    pipeline: &Pipeline,
-    sizes: &BTreeMap<String, usize>,
-    threads: usize,
-) -> TuningKey {
+pub fn tuning_key(pipeline: &Pipeline, sizes: &Sizes, threads: usize) -> TuningKey {
     TuningKey {
         kernel_hash: pipeline.hash().to_string(),
         kernel_name: pipeline.name.clone(),
@@ -118,7 +114,7 @@ pub fn tuning_key(
 }
 
 /// `K=256,M=256,N=256`: sizes in name order.
-pub fn shape_text(sizes: &BTreeMap<String, usize>) -> String {
+pub fn shape_text(sizes: &Sizes) -> String {
     sizes
         .iter()
         .map(|(n, v)| format!("{n}={v}"))
@@ -172,7 +168,7 @@ pub fn tune(
     db: &Db,
     pipeline: &Pipeline,
     source: &str,
-    sizes: &BTreeMap<String, usize>,
+    sizes: &Sizes,
     options: &TuneOptions,
 ) -> Result<TuneResult, TuneError> {
     let key = tuning_key(pipeline, sizes, options.threads);
@@ -226,7 +222,7 @@ pub fn tune(
 fn prepare(
     pipeline: &Pipeline,
     source: &str,
-    sizes: &BTreeMap<String, usize>,
+    sizes: &Sizes,
     options: &TuneOptions,
 ) -> Result<(Setup, u64, u64, ExpectedFile), TuneError> {
     let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(options.seed);
@@ -243,7 +239,7 @@ fn prepare(
     let setup = Setup {
         kernel_source: source.to_string(),
         kernel_name: pipeline.name.clone(),
-        sizes: sizes.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        sizes: sizes.clone(),
         seed: options.seed,
         threads: options.threads,
         expected_path: file.path.clone(),

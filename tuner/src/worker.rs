@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 use strata_dsl::random::{agree, random_args};
-use strata_dsl::{Buffer, Dtype, Pipeline};
+use strata_dsl::{Buffer, Dtype, Pipeline, Sizes};
 
 /// The environment variable that turns a program into a worker, with `WORKER_ARG`.
 pub const WORKER_ENV: &str = "STRATA_WORKER";
@@ -36,7 +36,7 @@ const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 pub struct Setup {
     pub kernel_source: String,
     pub kernel_name: String,
-    pub sizes: Vec<(String, usize)>,
+    pub sizes: Sizes,
     pub seed: u64,
     pub threads: usize,
     /// Where the reference output is: `<path>.bin` (bytes) and its dtype and shape here.
@@ -140,7 +140,7 @@ const ORPHAN_POLL: Duration = Duration::from_millis(200);
 /// A worker's fixed inputs.
 struct WorkerState {
     pipeline: Pipeline,
-    sizes: Vec<(String, usize)>,
+    sizes: Sizes,
     args: strata_dsl::Args,
     expected: Buffer,
     setup: Setup,
@@ -153,9 +153,8 @@ impl WorkerState {
             .into_iter()
             .find(|k| k.name == setup.kernel_name)
             .ok_or("kernel not found")?;
-        let sizes_map = setup.sizes.iter().cloned().collect();
         let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(setup.seed);
-        let args = random_args(&pipeline, &sizes_map, &mut rng)?;
+        let args = random_args(&pipeline, &setup.sizes, &mut rng)?;
         let bytes = std::fs::read(&setup.expected_path).map_err(|e| e.to_string())?;
         let dtype = Dtype::from_name(&setup.expected_dtype).ok_or("bad expected dtype")?;
         let expected = Buffer::from_bytes(dtype, &setup.expected_shape, &bytes)
@@ -240,14 +239,10 @@ impl WorkerState {
 fn compile(
     pipeline: &Pipeline,
     schedule: &strata_scheduler::Schedule,
-    sizes: &[(String, usize)],
+    sizes: &Sizes,
 ) -> Result<strata_jit::CompiledKernel, String> {
-    let lowered = strata_scheduler::lower::lower(pipeline, schedule).map_err(|e| e.to_string())?;
-    let fixed: Vec<(String, i64)> = sizes.iter().map(|(n, v)| (n.clone(), *v as i64)).collect();
-    let lowered =
-        strata_scheduler::lower::specialize(&lowered, &fixed).map_err(|e| e.to_string())?;
-    strata_jit::CompiledKernel::new(&lowered, &strata_jit::CodegenOptions::default())
-        .map_err(|e| e.to_string())
+    let options = strata_jit::CodegenOptions::default();
+    strata_jit::compile_pipeline(pipeline, schedule, sizes, &options).map_err(|e| e.to_string())
 }
 
 fn fault_for<'a>(faults: &'a str, schedule: &str) -> Option<&'a str> {

@@ -22,6 +22,8 @@ use crate::ir::{BufferArg, Expr, LoweredKernel, Range, Stmt};
 use crate::schedule::validate::{validate, ScheduleError};
 use crate::schedule::Schedule;
 use strata_dsl::ir::{InputKind, Pipeline};
+use strata_dsl::signature::MAX_EXTENT;
+use strata_dsl::Sizes;
 
 /// Why a kernel could not be lowered with a schedule.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -148,17 +150,11 @@ fn refuse_self_reading_reductions(lifted: &lift_reductions::Lifted) -> Result<()
 
 /// `kernel` with some of its sizes fixed to constants (`--shape` on the command line): the
 /// loop nest a given shape runs, simplified. Sizes not given stay symbolic.
-pub fn specialize(
-    kernel: &LoweredKernel,
-    sizes: &[(String, i64)],
-) -> Result<LoweredKernel, LowerError> {
+pub fn specialize(kernel: &LoweredKernel, sizes: &Sizes) -> Result<LoweredKernel, LowerError> {
     limits::on_big_stack(|| specialize_here(kernel, sizes))
 }
 
-fn specialize_here(
-    kernel: &LoweredKernel,
-    sizes: &[(String, i64)],
-) -> Result<LoweredKernel, LowerError> {
+fn specialize_here(kernel: &LoweredKernel, sizes: &Sizes) -> Result<LoweredKernel, LowerError> {
     let mut out = kernel.clone();
     for (name, value) in sizes {
         if !kernel.sizes.contains(name) {
@@ -169,7 +165,7 @@ fn specialize_here(
         }
         let value = i32::try_from(*value)
             .ok()
-            .filter(|v| *v >= 0)
+            .filter(|v| (0..=MAX_EXTENT).contains(&i64::from(*v)))
             .ok_or_else(|| LowerError::UnknownSize {
                 name: format!("{name}={value} (out of range)"),
                 sizes: kernel.sizes.clone(),
@@ -193,7 +189,7 @@ fn specialize_here(
         }
     }
     // Fixed sizes are constants now, no longer bound from the inputs' shapes.
-    out.sizes.retain(|s| !sizes.iter().any(|(n, _)| n == s));
+    out.sizes.retain(|s| !sizes.contains_key(s));
     // Known sizes can remove tails that kept the last two passes from applying.
     let body = unswitch::unswitch(&crate::simplify::simplify(&out.body));
     let body = interchange_lanes::interchange_lanes(&body);
