@@ -6,7 +6,6 @@ mod tuning;
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use strata::scheduler::lower::{lower, specialize};
 use strata::scheduler::schedule::text::parse_schedule;
 use strata::{Pipeline, Schedule, Sizes};
 
@@ -330,13 +329,12 @@ fn lower_command(
         return print_out(&chosen.to_string());
     }
     let schedule = read_schedule(schedule)?;
-    let lowered = lower(chosen, &schedule).map_err(|e| format!("error: {e}"))?;
-    let lowered = match shape {
-        Some(shape) => {
-            specialize(&lowered, &parse_shape(shape)?).map_err(|e| format!("error: {e}"))?
-        }
-        None => lowered,
+    let fixed = match shape {
+        Some(shape) => parse_shape(shape)?,
+        None => Sizes::new(),
     };
+    let lowered =
+        strata::jit::lower_for(chosen, &schedule, &fixed).map_err(|e| format!("error: {e}"))?;
     if stage == Stage::Loops {
         return print_out(&lowered.to_string());
     }
