@@ -179,12 +179,7 @@ impl<'a> Evaluator<'a> {
             let Some(needed) = required.get(&func.name).cloned() else {
                 continue;
             };
-            let is_output = func.name == self.pipeline.output.name;
-            // A producer no consumer reads a point of is not computed (its updates neither).
-            if !is_output && needed.iter().any(|i| i.is_empty()) {
-                continue;
-            }
-            if is_output {
+            if func.name == self.pipeline.output.name {
                 self.check_output_updates(func, &needed)?;
             }
             let region = self.region_with_updates(func, needed)?;
