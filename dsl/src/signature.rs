@@ -14,11 +14,14 @@
 //!   headroom: a loop split by a factor up to the schedule's limit (2^24), rounded up, and
 //!   shifted by a stencil's offset still stays inside `i32`;
 //! - every buffer's data really has that many elements;
-//! - the output's extents, evaluated with overflow checks, are non-negative and fit too;
-//! - every input covers the box the code reads of it (`input_regions`).
+//! - the output's extents and every reduction domain's bounds, evaluated with overflow checks,
+//!   are exact (and the extents non-negative and within the limits);
+//! - every input covers each box the code reads of it (`input_regions`), and each box of the
+//!   output the code reads or writes lies inside the output (`output_region`).
 //!
-//! Expressions of sizes (output extents, region bounds) belong to the rung that describes the
-//! signature; they implement [`SizeExpr`], which evaluates them exactly or not at all.
+//! Expressions of sizes (output extents, region bounds, domain bounds) belong to the rung that
+//! describes the signature; they implement [`SizeExpr`], which evaluates them exactly or not at
+//! all.
 
 use crate::buffer::{Buffer, ShapeError};
 use crate::dtype::Dtype;
@@ -135,7 +138,7 @@ pub struct BufferParam {
     pub shape: Vec<Extent>,
 }
 
-/// The box of one input the code reads: `(min, extent)` per dimension.
+/// A box of a buffer the code touches: `(min, extent)` per dimension.
 pub type Region<E> = Vec<(E, E)>;
 
 /// What a kernel takes and gives, as every executor checks it.
@@ -189,6 +192,9 @@ impl<E: SizeExpr> Signature<E> {
     ) -> Result<(Vec<(String, Vec<usize>)>, Vec<usize>), CallError> {
         for (size, &value) in sizes {
             check_size_value(size, value)?;
+        }
+        for bound in &self.domain_bounds {
+            eval(bound, sizes, "the reduction domain bound")?;
         }
         let mut inputs = Vec::new();
         for input in &self.inputs {
