@@ -468,29 +468,35 @@ fn output_update_outside_its_extent() {
     );
 }
 
-/// An empty loop touches nothing, but compiled bounds treat it as touching something, so valid
-/// calls are refused: fusing a loop with an empty one (an output of extent 0, seeds 20099 and
-/// 21977; a reduction domain `2..N` at N = 1, seed 820) gives a non-empty region of the input,
-/// a scan over `0..N - 2` at N = 2 (seed 42) is refused for reading the output outside its
-/// extent, and a producer read only inside an empty reduction (`max(r in 1..1)`, seed 53641)
-/// gets a region, which reads past its input.
+/// An empty loop touches nothing, but the call checked its box as if it did, refusing valid
+/// calls: fusing a loop with an empty one (an output of extent 0, seeds 20099 and 21977) gave a
+/// non-empty region of the input, and a scan over `0..N - 2` at N = 2 (seed 42) was refused for
+/// reading the output outside its extent. The call now skips sites under loops of extent 0.
 #[test]
-#[ignore = "fails on main (2026-12-01): bounds of an empty reduction domain are not empty (a fused loop, a producer read only inside it); see TESTING.md"]
-fn empty_loops_touch_nothing() {
+fn empty_loops_touch_nothing_in_the_call_checks() {
     minimized(
         "kernel k(B: f32[N, M]) -> out: f32[N, M - 2] { out(y, x) = B(y, x + 2); }",
         "out: fuse(y, x, f)",
         &[("N", 5), ("M", 2)],
     );
     minimized(
-        "kernel k(A: i32[N, M]) -> out: i32[N, M] { f0(y, x) = 0; for (r1 in 2..N) f0(r1, x) = min(r2 in 0..1) A(r1, x); out(y, x) = f0(y, x); }",
-        "f0_min0: compute_root()\nf0_min0.update(0): fuse(x, r1, f)",
-        &[("N", 1), ("M", 3)],
-    );
-    minimized(
         "kernel k(A: i32[N]) -> out: i32[N - 1] { out(x) = A(x); for (r in 0..N - 2) out(N - 3 - r) = out(N - 1 - r); }",
         "",
         &[("N", 2)],
+    );
+}
+
+/// A producer consumed only inside an empty reduction domain is still realized over a region
+/// (a domain `2..N` at N = 1 under a fuse, seed 820; `max(r in 1..1)`, seed 53641), and
+/// computing it reads past its input, so a valid call is refused. Open: realization regions
+/// would need to carry the condition under which they are used.
+#[test]
+#[ignore = "fails on main (2026-12-01): a producer read only inside an empty reduction domain is realized anyway; see TESTING.md"]
+fn producers_read_only_inside_empty_domains_are_not_computed() {
+    minimized(
+        "kernel k(A: i32[N, M]) -> out: i32[N, M] { f0(y, x) = 0; for (r1 in 2..N) f0(r1, x) = min(r2 in 0..1) A(r1, x); out(y, x) = f0(y, x); }",
+        "f0_min0: compute_root()\nf0_min0.update(0): fuse(x, r1, f)",
+        &[("N", 1), ("M", 3)],
     );
     minimized(
         "kernel k(A: i32[N]) -> out: i32[N - 1] { f1(x) = A(x + 2); out(x) = max(r in 1..1) f1(x + r + 2); }",
