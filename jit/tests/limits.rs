@@ -258,3 +258,27 @@ fn a_producer_region_past_the_element_limit_aborts_with_a_message() {
         child.status
     );
 }
+
+/// A site under an empty loop is skipped by the call checks only where its load cannot leave
+/// that loop: `A(y + 100)` does not depend on `r`, so code generation may hoist the load out of
+/// the (empty) `r` loop, and the call must still check it. The reference, which never reads
+/// inside an empty domain, answers; compiled code refuses clearly (a conservative check).
+#[test]
+fn a_load_that_may_be_hoisted_out_of_an_empty_loop_is_still_checked() {
+    let src =
+        "kernel k(A: f32[N], K: u8[S]) -> out: f32[N] { out(y) = sum(r in 0..S) A(y + 100); }";
+    let (pipeline, lowered) = common::lower_source(src, "");
+    let compiled = common::compile_lowered(src, "", &lowered);
+    let args = Args::new()
+        .buffer("A", Buffer::from_vec(&[4], vec![1f32; 4]).unwrap())
+        .buffer("K", Buffer::from_vec(&[0], Vec::<u8>::new()).unwrap());
+    assert_eq!(
+        evaluate(&pipeline, &args)
+            .unwrap()
+            .as_slice::<f32>()
+            .unwrap(),
+        &[0.0; 4]
+    );
+    let err = compiled.run(&args, 1).unwrap_err();
+    assert!(matches!(err, CallError::InputTooSmall { .. }), "{err}");
+}

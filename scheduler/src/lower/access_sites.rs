@@ -3,6 +3,12 @@
 //! box, taken over an empty range, need not be empty (a fused loop's clamped coordinates, an
 //! empty reduction domain whose indices still bound something), and checking it refused valid
 //! calls; `bounds::access_bounds`, which realizations use, unions every site instead.
+//!
+//! Code generation may hoist an input's load out of loops its index does not depend on (input
+//! loads are `can_move`), to before a loop that runs zero times. So for a `hoistable` buffer a
+//! loop's extent conditions a site only if the site's index depends on that loop's variable or
+//! on a loop inside it (the load cannot leave the innermost loop whose variable it reads, nor
+//! any loop around that one).
 
 use super::bounds::{expr_box, guarded, loop_interval, over_scope, substitute, union_boxes};
 use super::bounds::{Interval, Scope};
@@ -14,13 +20,17 @@ use crate::ir::{Expr, Stmt};
 pub struct Site {
     pub region: Vec<Interval>,
     pub runs_if_positive: Vec<Expr>,
+    /// Whether the index depends on a loop variable seen so far (the site is pinned inside
+    /// that loop and every loop around it).
+    pinned: bool,
 }
 
 /// Every site of `s` accessing `func`, sites under the same loop extents merged into one box.
-/// `sizes` names the variables bound when the kernel is called.
-pub fn access_sites(s: &Stmt, func: &str, sizes: &[String]) -> Vec<Site> {
+/// `sizes` names the variables bound when the kernel is called; `hoistable` says whether loads
+/// of `func` may be hoisted out of loops (see the module doc).
+pub fn access_sites(s: &Stmt, func: &str, sizes: &[String], hoistable: bool) -> Vec<Site> {
     let mut merged: Vec<Site> = Vec::new();
-    for mut site in sites(s, func) {
+    for mut site in sites(s, func, hoistable) {
         site.runs_if_positive
             .retain(|e| free_vars(e).iter().all(|v| sizes.contains(v)));
         site.runs_if_positive.dedup();
@@ -43,7 +53,7 @@ pub fn access_sites(s: &Stmt, func: &str, sizes: &[String]) -> Vec<Site> {
     merged
 }
 
-fn sites(s: &Stmt, func: &str) -> Vec<Site> {
+fn sites(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
     let mut out: Vec<Site> = s
         .exprs()
         .into_iter()
@@ -51,6 +61,7 @@ fn sites(s: &Stmt, func: &str) -> Vec<Site> {
         .map(|region| Site {
             region,
             runs_if_positive: Vec::new(),
+            pinned: false,
         })
         .collect();
     match s {
@@ -63,19 +74,23 @@ fn sites(s: &Stmt, func: &str) -> Vec<Site> {
         } => {
             let mut scope = Scope::default();
             scope.push(var, loop_interval(min, extent, &Scope::default()));
-            for site in sites(body, func) {
+            for site in sites(body, func, hoistable) {
                 let mut runs_if_positive = site.runs_if_positive;
                 runs_if_positive.retain(|e| !free_vars(e).contains(var));
-                runs_if_positive.push(extent.clone());
+                let pinned = site.pinned || region_uses(&site.region, var);
+                if pinned || !hoistable {
+                    runs_if_positive.push(extent.clone());
+                }
                 out.push(Site {
                     region: site.region.iter().map(|i| over_scope(i, &scope)).collect(),
                     runs_if_positive,
+                    pinned,
                 });
             }
         }
         Stmt::Let { name, value, body } => {
             let sub = |e: &Expr| substitute(e, name, value);
-            out.extend(sites(body, func).into_iter().map(|site| {
+            out.extend(sites(body, func, hoistable).into_iter().map(|site| {
                 Site {
                     region: site
                         .region
@@ -86,6 +101,7 @@ fn sites(s: &Stmt, func: &str) -> Vec<Site> {
                         })
                         .collect(),
                     runs_if_positive: site.runs_if_positive.iter().map(sub).collect(),
+                    pinned: site.pinned,
                 }
             }));
         }
@@ -94,25 +110,39 @@ fn sites(s: &Stmt, func: &str) -> Vec<Site> {
             then_case,
             else_case,
         } => {
-            out.extend(sites(then_case, func).into_iter().map(|site| Site {
-                region: guarded(&site.region, cond),
-                ..site
-            }));
+            out.extend(
+                sites(then_case, func, hoistable)
+                    .into_iter()
+                    .map(|site| Site {
+                        region: guarded(&site.region, cond),
+                        ..site
+                    }),
+            );
             if let Some(e) = else_case {
-                out.extend(sites(e, func));
+                out.extend(sites(e, func, hoistable));
             }
         }
         Stmt::Provide { func: f, args, .. } if f == func => out.push(Site {
             region: args.iter().cloned().map(Interval::point).collect(),
             runs_if_positive: Vec::new(),
+            pinned: false,
         }),
         other => {
             for child in other.children() {
-                out.extend(sites(child, func));
+                out.extend(sites(child, func, hoistable));
             }
         }
     }
     out
+}
+
+/// Whether a bound of `region` reads the variable `var`.
+fn region_uses(region: &[Interval], var: &str) -> bool {
+    let uses = |e: &Option<Expr>| {
+        e.as_ref()
+            .is_some_and(|e| free_vars(e).iter().any(|v| v == var))
+    };
+    region.iter().any(|i| uses(&i.min) || uses(&i.max))
 }
 
 /// The names of the variables `e` reads.

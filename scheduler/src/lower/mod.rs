@@ -213,7 +213,8 @@ fn input_regions(pipeline: &Pipeline, s: &Stmt) -> Result<Vec<(String, Vec<Range
         let InputKind::Buffer { shape, .. } = &input.kind else {
             continue;
         };
-        let sites = checked_sites(s, &input.name, &sizes)?;
+        // Input loads may be hoisted out of loops (they are `can_move`).
+        let sites = checked_sites(s, &input.name, &sizes, true)?;
         if sites.is_empty() {
             let empty = Range {
                 min: Expr::int(0),
@@ -230,7 +231,7 @@ fn input_regions(pipeline: &Pipeline, s: &Stmt) -> Result<Vec<(String, Vec<Range
 /// (a data-dependent index spans its type's range, refused unless clamped, as the reference
 /// refuses it). Nothing guards an update's accesses, so these boxes are what the call checks.
 fn output_region(pipeline: &Pipeline, s: &Stmt) -> Result<Vec<Vec<Range>>, LowerError> {
-    checked_sites(s, &pipeline.output.name, &pipeline.size_vars())
+    checked_sites(s, &pipeline.output.name, &pipeline.size_vars(), false)
 }
 
 /// The bounds of every reduction domain of `pipeline`, as loop-IR expressions of the sizes.
@@ -250,9 +251,14 @@ fn domain_bounds(pipeline: &Pipeline) -> Vec<Expr> {
 /// The box of each group of sites accessing `name` in `s`, as ranges. A group under loops
 /// whose extents are expressions of the sizes gets an extent of 0 wherever one of those is not
 /// positive (the sites run nothing then), so the call skips it.
-fn checked_sites(s: &Stmt, name: &str, sizes: &[String]) -> Result<Vec<Vec<Range>>, LowerError> {
+fn checked_sites(
+    s: &Stmt,
+    name: &str,
+    sizes: &[String],
+    hoistable: bool,
+) -> Result<Vec<Vec<Range>>, LowerError> {
     let mut boxes = Vec::new();
-    for site in access_sites::access_sites(s, name, sizes) {
+    for site in access_sites::access_sites(s, name, sizes, hoistable) {
         let runs = (site.runs_if_positive.into_iter())
             .map(|e| Expr::lt(Expr::int(0), e))
             .reduce(|a, b| Expr::binary(strata_dsl::BinOp::And, a, b));
