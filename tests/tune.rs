@@ -1061,6 +1061,26 @@ fn running_as_root() -> bool {
         .is_ok_and(|o| text(&o.stdout).trim() == "0")
 }
 
+/// The strata binary at a path `nobody` can run: the build's own path may lie under a
+/// directory only root may enter (a checkout in /root), so it is linked (or copied, across file
+/// systems) once into the temporary directory.
+fn binary_for_nobody() -> &'static Path {
+    use std::os::unix::fs::PermissionsExt;
+    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("strata-bin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = dir.join("strata");
+        let built = env!("CARGO_BIN_EXE_strata");
+        if std::fs::hard_link(built, &path).is_err() {
+            std::fs::copy(built, &path).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        path
+    })
+}
+
 /// A directory holding a copy of a database, read-only to the reader `reader_command` makes
 /// (the directory too unless `dir_writable`): as root, files stay root's and the reader runs
 /// as `nobody` (setpriv); otherwise they lose their write permissions.
@@ -1100,7 +1120,7 @@ impl ReadOnlyCopy {
         let mut cmd = if self.as_nobody {
             let mut cmd = Command::new("setpriv");
             cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-                .arg(env!("CARGO_BIN_EXE_strata"));
+                .arg(binary_for_nobody());
             cmd
         } else {
             Command::new(env!("CARGO_BIN_EXE_strata"))
