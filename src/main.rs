@@ -83,6 +83,7 @@ enum Command {
     Tune {
         /// The `.strata` file holding the kernel.
         file: PathBuf,
+        /// Which kernel of the file (needed when it holds several).
         #[arg(long)]
         kernel: Option<String>,
         /// Every size, e.g. `M=256,N=256,K=256`.
@@ -94,9 +95,11 @@ enum Command {
         /// Stop after this many seconds.
         #[arg(long, value_parser = seconds)]
         time: Option<f64>,
-        /// `model` (default: a learned cost model ranks candidates), `evolve` or `random`.
-        #[arg(long, default_value = "model")]
-        strategy: String,
+        /// How candidates are proposed.
+        #[arg(long, value_enum, default_value_t = Strategy::Model)]
+        strategy: Strategy,
+        /// Seed of the search and of the random inputs (the same seed proposes the same
+        /// candidates).
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Threads for parallel loops (default: every core).
@@ -116,6 +119,7 @@ enum Command {
     /// Print what the tuning database holds: per kernel and shape, the default and best times,
     /// speedup, throughput, trials, failures and the winning schedule.
     Report {
+        /// Only this kernel (by name).
         #[arg(long)]
         kernel: Option<String>,
         /// Print JSON instead of text.
@@ -124,6 +128,7 @@ enum Command {
         /// Also write a self-contained HTML page with plots.
         #[arg(long)]
         html: Option<PathBuf>,
+        /// The tuning database (default `STRATA_DB` or `strata.db`).
         #[arg(long)]
         db: Option<PathBuf>,
     },
@@ -152,6 +157,28 @@ enum DbAction {
     Export { file: Option<PathBuf> },
     /// Read JSON lines from FILE into the database (records already present are skipped).
     Import { file: PathBuf },
+}
+
+/// How `strata tune` proposes candidates.
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum Strategy {
+    /// A learned cost model ranks a pool of candidates; the best predicted are measured.
+    Model,
+    /// A population evolved by mutation and crossover of the best measured.
+    Evolve,
+    /// Uniformly random legal schedules.
+    Random,
+}
+
+impl Strategy {
+    fn kind(self) -> strata::tuner::StrategyKind {
+        use strata::tuner::StrategyKind;
+        match self {
+            Strategy::Model => StrategyKind::Model,
+            Strategy::Evolve => StrategyKind::Evolve,
+            Strategy::Random => StrategyKind::Random,
+        }
+    }
 }
 
 /// The rungs `strata lower` can print. The Cranelift rungs (clif, asm) arrive with the JIT.
@@ -250,7 +277,7 @@ fn run_command_line() -> ExitCode {
             let settings = tuning::TuneSettings {
                 trials,
                 time,
-                strategy,
+                strategy: strategy.kind(),
                 seed,
                 threads: threads.unwrap_or_else(default_threads),
                 min_time,

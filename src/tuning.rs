@@ -16,7 +16,7 @@ use strata::{Pipeline, Sizes};
 pub struct TuneSettings {
     pub trials: Option<u64>,
     pub time: Option<f64>,
-    pub strategy: String,
+    pub strategy: StrategyKind,
     pub seed: u64,
     pub threads: usize,
     pub min_time: f64,
@@ -31,12 +31,6 @@ pub fn tune(
     sizes: &Sizes,
     settings: &TuneSettings,
 ) -> Result<(), String> {
-    let strategy = StrategyKind::from_name(&settings.strategy).ok_or_else(|| {
-        format!(
-            "error: unknown strategy `{}` (use model, evolve or random)",
-            settings.strategy
-        )
-    })?;
     let timeout = Duration::try_from_secs_f64(settings.timeout)
         .ok()
         .filter(|t| !t.is_zero())
@@ -57,7 +51,7 @@ pub fn tune(
     let options = TuneOptions {
         trials,
         time: settings.time.map(Duration::from_secs_f64),
-        strategy,
+        strategy: settings.strategy,
         seed: settings.seed,
         threads: settings.threads,
         min_time: Duration::from_secs_f64(settings.min_time),

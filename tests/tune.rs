@@ -740,14 +740,21 @@ fn bad_input_fails_with_a_clear_error() {
         ),
         "no kernel `nosuch`",
     );
-    fail(
-        &mut tune_command(
-            db.path(),
-            MATMUL,
-            MATMUL_32,
-            &["--strategy", "annealing", "--trials", "2"],
-        ),
-        "unknown strategy `annealing`",
+    // An unknown strategy is a usage error (exit 2) listing the possible values.
+    let out = tune_command(
+        db.path(),
+        MATMUL,
+        MATMUL_32,
+        &["--strategy", "annealing", "--trials", "2"],
+    )
+    .output()
+    .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("invalid value 'annealing' for '--strategy <STRATEGY>'")
+            && stderr.contains("[possible values: model, evolve, random]"),
+        "{stderr}"
     );
     assert!(!db.path().exists(), "a refused tune created the database");
 
