@@ -20,7 +20,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     strata::tuner::run_worker_if_requested();
 
     let matmul = strata::parse_kernel(SOURCE, "matmul")?;
-    let db = Db::open(std::path::Path::new("tuned-example.db"))?;
+    let db = Db::open("tuned-example.db")?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let sizes = strata::sizes(&[("M", 128), ("N", 128), ("K", 128)]);
 

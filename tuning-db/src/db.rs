@@ -61,14 +61,14 @@ impl Db {
     /// Fails, leaving the file untouched, on a missing directory, a file that is not
     /// SQLite or is corrupt, a SQLite file that is not a strata database, a schema newer
     /// than this build, or a lock held longer than [`DEFAULT_BUSY_TIMEOUT`].
-    pub fn open(path: &Path) -> Result<Db, DbError> {
+    pub fn open(path: impl AsRef<Path>) -> Result<Db, DbError> {
         Db::open_with(path, &OpenOptions::default())
     }
 
     /// Opens an existing database; a missing file is [`DbError::Missing`].
     ///
     /// For readers (`report`, `export`, winner lookups) that should not create files.
-    pub fn open_existing(path: &Path) -> Result<Db, DbError> {
+    pub fn open_existing(path: impl AsRef<Path>) -> Result<Db, DbError> {
         let options = OpenOptions {
             create: false,
             ..OpenOptions::default()
@@ -81,7 +81,8 @@ impl Db {
     /// Everything that could refuse the file (foreign, newer, inconsistent version,
     /// damaged b-trees) is checked before anything is written, so a refused file is
     /// left as it was.
-    pub fn open_with(path: &Path, options: &OpenOptions) -> Result<Db, DbError> {
+    pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Db, DbError> {
+        let path = path.as_ref();
         check_path(path, options.create)?;
         let db = Db::connect(path, options)?;
         let kind = db.read(schema::classify)?;
@@ -96,7 +97,8 @@ impl Db {
     /// Writes nothing and switches no mode, so it works on a read-only file or in a
     /// read-only directory. Writing through the returned `Db` fails. A file this build
     /// would have to set up or migrate first is [`DbError::NotReady`].
-    pub fn open_read_only(path: &Path) -> Result<Db, DbError> {
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Db, DbError> {
+        let path = path.as_ref();
         check_path(path, false)?;
         match Db::open_reader(path, false) {
             // A WAL database in a directory we cannot write: SQLite cannot create the
