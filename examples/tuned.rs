@@ -5,10 +5,8 @@
 //!
 //! Run with `cargo run --release --example tuned` (it writes `tuned-example.db` here).
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
-use strata::tuner::{StrategyKind, TuneOptions, WorkerCommand};
+use strata::tuner::TuneOptions;
 use strata::tuning_db::Db;
 
 const SOURCE: &str = "kernel matmul(A: f32[M, K], B: f32[K, N]) -> C: f32[M, N] {
@@ -24,17 +22,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let sizes = strata::sizes(&[("M", 128), ("N", 128), ("K", 128)]);
 
+    // Everything not named is `strata tune`'s default (see `TuneOptions::default`).
     let options = TuneOptions {
         trials: Some(40),
         time: Some(Duration::from_secs(20)),
-        strategy: StrategyKind::Model,
-        seed: 1,
         threads,
         min_time: Duration::from_millis(20),
         timeout: Duration::from_secs(30),
-        worker: WorkerCommand::current_exe()?,
-        stop: Arc::new(AtomicBool::new(false)),
-        progress: true,
+        ..TuneOptions::default()
     };
     let result = strata::tuner::tune(&db, &matmul, SOURCE, &sizes, &options)?;
     println!(

@@ -46,6 +46,26 @@ pub struct TuneOptions {
     pub progress: bool,
 }
 
+impl Default for TuneOptions {
+    /// What `strata tune` does without flags: 100 trials with the cost model, seed 1, every
+    /// core, candidates timed for at least 50 ms and given up after 60 s, workers running this
+    /// program (which must call `run_worker_if_requested` first), a progress bar.
+    fn default() -> TuneOptions {
+        TuneOptions {
+            trials: Some(100),
+            time: None,
+            strategy: StrategyKind::Model,
+            seed: 1,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            min_time: Duration::from_millis(50),
+            timeout: Duration::from_secs(60),
+            worker: WorkerCommand::default(),
+            stop: Arc::new(AtomicBool::new(false)),
+            progress: true,
+        }
+    }
+}
+
 /// Why a run ended.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StopReason {

@@ -290,6 +290,19 @@ pub struct WorkerCommand {
     pub env: Vec<(String, String)>,
 }
 
+impl Default for WorkerCommand {
+    /// This program as a worker (it must call `run_worker_if_requested`). Should the system
+    /// not tell this program's path, the path is empty and starting a worker fails with an
+    /// error saying so.
+    fn default() -> WorkerCommand {
+        WorkerCommand {
+            program: std::env::current_exe().unwrap_or_default(),
+            args: Vec::new(),
+            env: Vec::new(),
+        }
+    }
+}
+
 impl WorkerCommand {
     /// This program as a worker (it must call `run_worker_if_requested`).
     pub fn current_exe() -> std::io::Result<WorkerCommand> {
