@@ -16,8 +16,8 @@
 
 pub use strata_dsl as dsl;
 pub use strata_dsl::{
-    evaluate, parse_kernel, parse_kernels, sizes, Args, Buffer, Diagnostic, Dtype, EvalError,
-    KernelHash, Pipeline, Sizes, Value,
+    evaluate, parse_kernel, parse_kernel_file, parse_kernels, sizes, Args, Buffer, Diagnostic,
+    Dtype, EvalError, KernelHash, Pipeline, Sizes, Value,
 };
 pub use strata_jit as jit;
 pub use strata_jit::{CallError, CodegenOptions, CompiledKernel};

@@ -315,9 +315,11 @@ fn run_command_line() -> ExitCode {
 
 /// Reads and checks every kernel of one file; the error is the rendered diagnostic.
 fn load(file: &Path) -> Result<Vec<Pipeline>, String> {
-    let source = std::fs::read_to_string(file)
-        .map_err(|e| format!("error: cannot read {}: {e}", file.display()))?;
-    strata::parse_kernels(&source, &file.display().to_string()).map_err(|d| d.to_string())
+    strata::parse_kernel_file(file).map_err(|e| match e {
+        strata::dsl::KernelFileError::Read { .. } => format!("error: {e}"),
+        // A diagnostic renders its own `error:` line, the file, the line and the caret.
+        strata::dsl::KernelFileError::Check(d) => d.to_string(),
+    })
 }
 
 fn check(files: &[PathBuf]) -> Result<(), String> {

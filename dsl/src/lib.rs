@@ -86,6 +86,28 @@ fn parse_and_check(source: &str) -> Result<Vec<Pipeline>, Diagnostic> {
     Ok(kernels)
 }
 
+/// Why a kernel file could not be loaded: it could not be read, or it does not check.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelFileError {
+    #[error("cannot read {path}: {message}")]
+    Read { path: String, message: String },
+    #[error(transparent)]
+    Check(#[from] Diagnostic),
+}
+
+/// Reads a `.strata` file and parses and checks every kernel in it (errors name the file).
+pub fn parse_kernel_file(
+    path: impl AsRef<std::path::Path>,
+) -> Result<Vec<Pipeline>, KernelFileError> {
+    let path = path.as_ref();
+    let name = path.display().to_string();
+    let source = std::fs::read_to_string(path).map_err(|e| KernelFileError::Read {
+        path: name.clone(),
+        message: e.to_string(),
+    })?;
+    Ok(parse_kernels(&source, &name)?)
+}
+
 /// Parses and checks a source that holds exactly one kernel.
 pub fn parse_kernel(source: &str, file: &str) -> Result<Pipeline, Diagnostic> {
     let mut kernels = parse_kernels(source, file)?;

@@ -241,3 +241,28 @@ fn brighten_matches_loop_nest() {
         );
     }
 }
+
+#[test]
+fn kernel_files_load_by_path_with_errors_naming_the_file() {
+    let path = format!(
+        "{}/../examples/kernels/matmul.strata",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let kernels = strata_dsl::parse_kernel_file(&path).unwrap();
+    assert_eq!(kernels.len(), 1);
+    assert_eq!(kernels[0].name, "matmul");
+    let missing = strata_dsl::parse_kernel_file("no/such/file.strata").unwrap_err();
+    assert!(
+        missing
+            .to_string()
+            .starts_with("cannot read no/such/file.strata: "),
+        "{missing}"
+    );
+    let dir = std::env::temp_dir().join(format!("strata-kfile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.strata");
+    std::fs::write(&bad, "kernel k(A: f32[N]) -> B: f32[N] { B(i) = C(i); }").unwrap();
+    let err = strata_dsl::parse_kernel_file(&bad).unwrap_err().to_string();
+    assert!(err.contains("unknown function or input `C`"), "{err}");
+    assert!(err.contains("bad.strata:1:"), "{err}");
+}
