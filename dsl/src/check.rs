@@ -6,6 +6,7 @@ use crate::ast::*;
 use crate::diagnostic::{Diagnostic, Span};
 use crate::dtype::Dtype;
 use crate::ir::*;
+use crate::signature::{SizeExpr, Sizes};
 use crate::value::{BinOp, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -1161,13 +1162,9 @@ fn float_literal(text: &str, negative: bool, dtype: Dtype, span: Span) -> CResul
     }
 }
 
-/// The value of an integer constant expression.
+/// The value of an expression of constants alone (exactly, as a call evaluates sizes).
 fn constant_of(e: &Expr) -> Option<i64> {
-    match e {
-        Expr::Const(v) => v.as_i64(),
-        Expr::Neg(a) => constant_of(a)?.checked_neg(),
-        _ => None,
-    }
+    e.eval_size(&Sizes::new()).ok()
 }
 
 /// The least value an index of an update can take whatever the sizes, where its form tells:
