@@ -10,7 +10,9 @@
 //! on a loop inside it (the load cannot leave the innermost loop whose variable it reads, nor
 //! any loop around that one).
 
-use super::bounds::{expr_box, guarded, loop_interval, over_scope, substitute, union_boxes};
+use super::bounds::{
+    expr_box, guarded, loop_interval, map_box, over_scope, substitute, union_boxes,
+};
 use super::bounds::{Interval, Scope};
 use crate::ir::{Expr, Stmt};
 
@@ -90,19 +92,10 @@ fn sites(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
         }
         Stmt::Let { name, value, body } => {
             let sub = |e: &Expr| substitute(e, name, value);
-            out.extend(sites(body, func, hoistable).into_iter().map(|site| {
-                Site {
-                    region: site
-                        .region
-                        .iter()
-                        .map(|i| Interval {
-                            min: i.min.as_ref().map(sub),
-                            max: i.max.as_ref().map(sub),
-                        })
-                        .collect(),
-                    runs_if_positive: site.runs_if_positive.iter().map(sub).collect(),
-                    pinned: site.pinned,
-                }
+            out.extend(sites(body, func, hoistable).into_iter().map(|site| Site {
+                region: map_box(Some(site.region), &sub).unwrap_or_default(),
+                runs_if_positive: site.runs_if_positive.iter().map(sub).collect(),
+                pinned: site.pinned,
             }));
         }
         Stmt::If {

@@ -493,7 +493,10 @@ pub(super) fn union_boxes(
     }
 }
 
-fn map_box(b: Option<Vec<Interval>>, f: &dyn Fn(&Expr) -> Expr) -> Option<Vec<Interval>> {
+pub(super) fn map_box(
+    b: Option<Vec<Interval>>,
+    f: &dyn Fn(&Expr) -> Expr,
+) -> Option<Vec<Interval>> {
     b.map(|b| {
         b.iter()
             .map(|i| Interval {

@@ -105,8 +105,7 @@ fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel,
     let inlined = inline::inline_functions(&plan);
     let s = realize::realize_functions(&inlined, &plan)?;
     log.log("realization and bounds inference", &s);
-    let input_regions = input_regions(&inlined, &s)?;
-    let output_region = output_region(&inlined, &s)?;
+    let checks = call_checks(&inlined, &s)?;
     let s = loop_nest::strip_bounds_hints(&s);
     log.log("stripping bounds hints", &s);
     let s = flatten::flatten(&s, &inlined);
@@ -123,9 +122,7 @@ fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel,
     log.log("lane-loop interchange", &s);
     let s = vector_accumulators::vector_accumulators(&s);
     log.log("vector accumulators", &s);
-    let mut kernel = kernel_signature(&inlined, input_regions, s);
-    kernel.output_region = output_region;
-    kernel.domain_bounds = domain_bounds(pipeline);
+    let kernel = kernel_signature(&inlined, checks, s);
     verify::verify(&kernel).map_err(LowerError::Verify)?;
     Ok(kernel)
 }
@@ -286,11 +283,23 @@ fn checked_sites(
     Ok(boxes)
 }
 
-fn kernel_signature(
-    pipeline: &Pipeline,
+/// What a call of the kernel is checked against, found from the realized statement (before
+/// later passes blur which loop an access lies in).
+struct CallChecks {
     input_regions: Vec<(String, Vec<Range>)>,
-    body: Stmt,
-) -> LoweredKernel {
+    output_region: Vec<Vec<Range>>,
+    domain_bounds: Vec<Expr>,
+}
+
+fn call_checks(pipeline: &Pipeline, realized: &Stmt) -> Result<CallChecks, LowerError> {
+    Ok(CallChecks {
+        input_regions: input_regions(pipeline, realized)?,
+        output_region: output_region(pipeline, realized)?,
+        domain_bounds: domain_bounds(pipeline),
+    })
+}
+
+fn kernel_signature(pipeline: &Pipeline, checks: CallChecks, body: Stmt) -> LoweredKernel {
     let conv = loop_nest::Converter {
         pipeline,
         func: &pipeline.output.name,
@@ -323,9 +332,9 @@ fn kernel_signature(
                 .collect(),
         },
         sizes: pipeline.size_vars(),
-        input_regions,
-        output_region: Vec::new(),
-        domain_bounds: Vec::new(),
+        input_regions: checks.input_regions,
+        output_region: checks.output_region,
+        domain_bounds: checks.domain_bounds,
         body,
     }
 }
