@@ -282,3 +282,21 @@ fn a_load_that_may_be_hoisted_out_of_an_empty_loop_is_still_checked() {
     let err = compiled.run(&args, 1).unwrap_err();
     assert!(matches!(err, CallError::InputTooSmall { .. }), "{err}");
 }
+
+/// Sizes fixed in advance (`strata::compile`'s, `--shape` of `strata lower`) obey the same
+/// limits as sizes bound at a call: negative ones and ones past 2^30 are refused by name.
+#[test]
+fn sizes_fixed_in_advance_past_the_limits_are_refused() {
+    let src = "kernel k(A: f32[N]) -> B: f32[N] { B(i) = A(i); }";
+    let pipeline = parse_kernel(src, "k.strata").unwrap();
+    for n in [-1, MAX_EXTENT + 1, i64::from(i32::MAX) + 1] {
+        let err = strata_jit::lower_for(&pipeline, &Schedule::new(), &sizes(&[("N", n)]))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            format!("size `N` is {n}; a size fixed in advance must be 0 to {MAX_EXTENT}")
+        );
+    }
+    strata_jit::lower_for(&pipeline, &Schedule::new(), &sizes(&[("N", MAX_EXTENT)])).unwrap();
+}

@@ -34,6 +34,8 @@ pub enum LowerError {
     Unbounded { func: String, dim: usize },
     #[error("unknown size `{name}` (the kernel's sizes are: {})", sizes.join(", "))]
     UnknownSize { name: String, sizes: Vec<String> },
+    #[error("size `{name}` is {value}; a size fixed in advance must be 0 to {MAX_EXTENT}")]
+    SizeOutOfRange { name: String, value: i64 },
     #[error("the reduction `{reduction}` inside an update of `{func}` reads `{func}` itself, which strata cannot schedule; compute the reduction as an update of its own function first")]
     ReductionReadsUpdatedFunction { func: String, reduction: String },
     /// The kernel is past one of the limits in `limits` (which keep lowering on its stack).
@@ -163,9 +165,9 @@ fn specialize_here(kernel: &LoweredKernel, sizes: &Sizes) -> Result<LoweredKerne
         let value = i32::try_from(*value)
             .ok()
             .filter(|v| (0..=MAX_EXTENT).contains(&i64::from(*v)))
-            .ok_or_else(|| LowerError::UnknownSize {
-                name: format!("{name}={value} (out of range)"),
-                sizes: kernel.sizes.clone(),
+            .ok_or_else(|| LowerError::SizeOutOfRange {
+                name: name.clone(),
+                value: *value,
             })?;
         let c = Expr::int(value);
         let sub = |e: &Expr| bounds::substitute(e, name, &c);
