@@ -5,8 +5,8 @@
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use strata_dsl::random::{agree, random_args, random_buffer};
-use strata_dsl::Sizes;
 use strata_dsl::{evaluate, parse_kernel, Args, Buffer, Data, Dtype, Pipeline, Value};
+use strata_dsl::{sizes, Sizes};
 use strata_jit::{CallError, CodegenOptions, CompiledKernel};
 use strata_scheduler::lower::lower;
 use strata_scheduler::schedule::text::parse_schedule;
@@ -346,10 +346,6 @@ fn bits(b: &Buffer) -> Vec<u64> {
             .map(|i| b.get_flat(i).unwrap().as_i64().unwrap() as u64)
             .collect(),
     }
-}
-
-fn sizes(pairs: &[(&str, i64)]) -> Sizes {
-    strata_dsl::sizes(pairs)
 }
 
 /// Four threads call one compiled kernel at once, each with its own inputs (and each call

@@ -10,16 +10,12 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use strata_dsl::random::random_args;
 use strata_dsl::signature::{MAX_ELEMENTS, MAX_EXTENT};
-use strata_dsl::Sizes;
 use strata_dsl::{evaluate, parse_kernel, Args, Buffer, CallError, Dtype};
+use strata_dsl::sizes;
 use strata_scheduler::interp::{interpret, InterpError};
 use strata_scheduler::lower::lower;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::Schedule;
-
-fn sizes(pairs: &[(&str, i64)]) -> Sizes {
-    strata_dsl::sizes(pairs)
-}
 
 #[test]
 fn element_counts_that_overflow_usize_are_refused_by_buffers() {
