@@ -1361,6 +1361,23 @@ fn add_unusable_winners(db: &Path, schedules: &[&str]) {
     }
 }
 
+/// `strata run --schedule best --json` of the 32³ matmul on `db`, which must succeed: its
+/// stderr (the warnings) and its JSON.
+fn run_best_json(db: &Path) -> (String, serde_json::Value) {
+    let out = strata()
+        .arg("run")
+        .arg(kernel_file(MATMUL))
+        .args(["--shape", MATMUL_32, "--schedule", "best", "--threads", "1"])
+        .args(["--min-time", "0.01", "--json", "--db"])
+        .arg(db)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    (stderr, value)
+}
+
 #[test]
 fn an_unusable_winner_is_skipped_for_the_next_one() {
     let db = tuned_matmul("unusable");
@@ -1369,16 +1386,7 @@ fn an_unusable_winner_is_skipped_for_the_next_one() {
         .clone()
         .expect("a winner");
     add_unusable_winners(db.path(), &["C: vectorize(", "C: vectorize(nosuch)"]);
-    let out = strata()
-        .arg("run")
-        .arg(kernel_file(MATMUL))
-        .args(["--shape", MATMUL_32, "--schedule", "best", "--threads", "1"])
-        .args(["--min-time", "0.01", "--json", "--db"])
-        .arg(db.path())
-        .output()
-        .unwrap();
-    let stderr = text(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let (stderr, value) = run_best_json(db.path());
     assert_eq!(
         stderr
             .matches("warning: skipping the stored winner")
@@ -1388,7 +1396,6 @@ fn an_unusable_winner_is_skipped_for_the_next_one() {
     );
     assert!(stderr.contains("does not parse"), "{stderr}");
     assert!(stderr.contains("is illegal for `matmul`"), "{stderr}");
-    let value: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
     assert_eq!(value["schedule"].as_str(), Some(real.as_str()), "{value}");
 
     // compile_tuned skips them the same way.
@@ -1433,18 +1440,8 @@ fn only_unusable_winners_fall_back_to_the_default_schedule() {
         matches!(&from, strata::TunedFrom::Default { reason } if reason.contains("no stored winner fits")),
         "{from:?}"
     );
-    let out = strata()
-        .arg("run")
-        .arg(kernel_file(MATMUL))
-        .args(["--shape", MATMUL_32, "--schedule", "best", "--threads", "1"])
-        .args(["--min-time", "0.01", "--json", "--db"])
-        .arg(db.path())
-        .output()
-        .unwrap();
-    let stderr = text(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let (stderr, value) = run_best_json(db.path());
     assert!(stderr.contains("using the default schedule"), "{stderr}");
-    let value: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
     assert_eq!(value["schedule"].as_str(), Some(""), "{value}");
 }
 
