@@ -106,11 +106,11 @@ enum Command {
         #[arg(long)]
         threads: Option<usize>,
         /// Time each candidate for at least this many seconds.
-        #[arg(long, default_value_t = 0.05, value_parser = seconds)]
+        #[arg(long, default_value_t = strata::tuner::tune::DEFAULT_MIN_TIME.as_secs_f64(), value_parser = seconds)]
         min_time: f64,
         /// Give up on a candidate that has not answered after this many seconds (its worker
         /// is killed and the candidate recorded as a timeout).
-        #[arg(long, default_value_t = 60.0, value_parser = seconds)]
+        #[arg(long, default_value_t = strata::tuner::tune::DEFAULT_TIMEOUT.as_secs_f64(), value_parser = seconds)]
         timeout: f64,
         /// The tuning database (default `STRATA_DB` or `strata.db`).
         #[arg(long)]

@@ -45,7 +45,7 @@ pub fn tune(
     let flag = stop.clone();
     let _ = ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst));
     let trials = match (settings.trials, settings.time) {
-        (None, None) => Some(100),
+        (None, None) => Some(strata::tuner::tune::DEFAULT_TRIALS),
         (t, _) => t,
     };
     let options = TuneOptions {

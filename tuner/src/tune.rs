@@ -27,6 +27,13 @@ pub const FLOAT_TOLERANCE: f64 = 1e-4;
 /// How many of the best schedules are re-measured in a fresh worker at the end.
 const REMEASURE: usize = 3;
 
+/// The trial budget when neither trials nor time is given (the library's and `strata tune`'s).
+pub const DEFAULT_TRIALS: u64 = 100;
+/// How long each candidate's repetitions are timed at least, by default.
+pub const DEFAULT_MIN_TIME: Duration = Duration::from_millis(50);
+/// How long a candidate may take before its worker is killed, by default.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// How a tuning run is set up.
 #[derive(Clone, Debug)]
 pub struct TuneOptions {
@@ -52,13 +59,13 @@ impl Default for TuneOptions {
     /// program (which must call `run_worker_if_requested` first), a progress bar.
     fn default() -> TuneOptions {
         TuneOptions {
-            trials: Some(100),
+            trials: Some(DEFAULT_TRIALS),
             time: None,
             strategy: StrategyKind::Model,
             seed: 1,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            min_time: Duration::from_millis(50),
-            timeout: Duration::from_secs(60),
+            min_time: DEFAULT_MIN_TIME,
+            timeout: DEFAULT_TIMEOUT,
             worker: WorkerCommand::default(),
             stop: Arc::new(AtomicBool::new(false)),
             progress: true,
