@@ -582,7 +582,7 @@ fn check_update(
         .enumerate()
         .map(|(i, a)| checker.index(a, &def.name, i))
         .collect::<CResult<Vec<_>>>()?;
-    checker.check_inside_output(&def.name, &args, &stmt.args)?;
+    checker.refuse_index_below_the_output(&def.name, &args, &stmt.args)?;
     if stmt.op != UpdateOp::Assign && !dtype.is_numeric() {
         return err(
             format!(
@@ -961,13 +961,13 @@ impl<'a> ExprChecker<'a> {
                 );
             }
         }
-        self.check_inside_output(func, checked, args)
+        self.refuse_index_below_the_output(func, checked, args)
     }
 
     /// In an update of the output, an index whose least value is below 0 whatever the sizes
     /// (`out(r - 1, x)` with `r in 0..H`) reads or writes outside the output: an error here,
     /// where the bound is static (other cases are refused when a call binds its sizes).
-    fn check_inside_output(&self, func: &str, checked: &[Expr], args: &[ExprAst]) -> CResult<()> {
+    fn refuse_index_below_the_output(&self, func: &str, checked: &[Expr], args: &[ExprAst]) -> CResult<()> {
         let Some(lows) = &self.output_rvar_lows else {
             return Ok(());
         };
