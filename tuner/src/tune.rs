@@ -1,8 +1,9 @@
 //! The tuning driver: measures the default schedule, then candidates from a strategy until the
 //! budget (trials, time, or Ctrl-C) runs out, each in a worker process and each recorded in the
 //! tuning database as it is made (a candidate interrupted by Ctrl-C is not: a resumed run
-//! measures it); re-measures the best few in a fresh worker; ends with a stop reason. A kernel and shape tuned before continue where they left off: measured schedules are
-//! skipped and the search starts from the database's best.
+//! measures it); re-measures the best few in a fresh worker; ends with a stop reason. A kernel
+//! and shape tuned before continue where they left off: measured schedules are skipped and the
+//! search starts from the database's best.
 
 use crate::space::{schedule_hash, Genome, Space};
 use crate::strategy::{Candidate, Searcher, StrategyKind};
