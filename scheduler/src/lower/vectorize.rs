@@ -383,8 +383,9 @@ impl Widener {
     }
 
     /// A vectorized reduction's step `buf[i] = buf[i] op e` with `i` fixed across the lanes:
-    /// `buf[i] = buf[i] op reduce_op(e as a vector)` (`e` broadcast if it does not vary). Validation allows a
-    /// reduction loop to be vectorized only where this is the update's shape.
+    /// `buf[i] = buf[i] op reduce_op(e as a vector)` (`e` broadcast if it does not vary).
+    /// Validation allows a reduction loop to be vectorized only where this is the update's
+    /// shape.
     fn vector_fold(
         &mut self,
         buffer: &str,
