@@ -2,7 +2,8 @@
 //! buffer (element type, rank, extents, and that each input covers the region the code reads)
 //! and every scalar before any generated code runs; the JIT memory is freed on drop.
 
-use crate::codegen::{compile, CodegenError, CodegenOptions, Compiled};
+use crate::backend::{self, Backend, MachineCode};
+use crate::codegen::{CodegenError, CodegenOptions};
 use strata_dsl::{Args, Buffer, Signature, Sizes, Value};
 use strata_scheduler::{Expr, LoweredKernel};
 
@@ -14,41 +15,30 @@ pub struct CompiledKernel {
     kernel: LoweredKernel,
     /// What every call is checked against before the code runs.
     signature: Signature<Expr>,
-    /// Owns the code; `None` only while dropping.
-    compiled: Option<Compiled>,
+    /// Owns the code (freed when dropped).
+    compiled: Box<dyn MachineCode>,
     entry: unsafe extern "C" fn(*const u64),
+    backend: Backend,
 }
 
 // SAFETY: the generated code is immutable once finalized and reads only the frame it is given;
-// the module is only touched again by `Drop`, which has exclusive access.
+// the code's owner is only touched again by `Drop`, which has exclusive access.
 unsafe impl Send for CompiledKernel {}
 unsafe impl Sync for CompiledKernel {}
 
-impl Drop for CompiledKernel {
-    fn drop(&mut self) {
-        if let Some(compiled) = self.compiled.take() {
-            // SAFETY: no function pointer into this module outlives `self`.
-            unsafe { compiled.module.free_memory() };
-        }
-    }
-}
-
 impl CompiledKernel {
-    /// Compiles a lowered kernel.
+    /// Compiles a lowered kernel with the backend `options` names.
     pub fn new(
         kernel: &LoweredKernel,
         options: &CodegenOptions,
     ) -> Result<CompiledKernel, CodegenError> {
-        let compiled = compile(kernel, options)?;
-        let address = compiled.module.get_finalized_function(compiled.entry);
-        // SAFETY: `entry` was generated with the signature `fn(*const u64)`.
-        let entry =
-            unsafe { std::mem::transmute::<*const u8, unsafe extern "C" fn(*const u64)>(address) };
+        let compiled = backend::compile(kernel, options)?;
         Ok(CompiledKernel {
             kernel: kernel.clone(),
             signature: kernel.call_signature(),
-            compiled: Some(compiled),
-            entry,
+            entry: compiled.entry(),
+            compiled,
+            backend: options.backend,
         })
     }
 
@@ -56,14 +46,28 @@ impl CompiledKernel {
         &self.kernel
     }
 
-    /// The Cranelift IR of each function, if compiled with `keep_text`.
+    /// The backend that compiled this kernel.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The backend's IR of each function (Cranelift IR or LLVM IR), if compiled with
+    /// `keep_text`.
+    pub fn ir(&self) -> &[String] {
+        self.compiled.ir_text()
+    }
+
+    /// The Cranelift IR of each function, if compiled by Cranelift with `keep_text`.
     pub fn clif(&self) -> &[String] {
-        self.compiled.as_ref().map_or(&[], |c| &c.clif)
+        match self.backend {
+            Backend::Cranelift => self.compiled.ir_text(),
+            Backend::Llvm => &[],
+        }
     }
 
     /// The machine code listing of each function, if compiled with `keep_text`.
     pub fn asm(&self) -> &[String] {
-        self.compiled.as_ref().map_or(&[], |c| &c.asm)
+        self.compiled.asm_text()
     }
 
     /// Runs the kernel on `args` with up to `threads` threads and returns its output.

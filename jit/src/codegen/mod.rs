@@ -38,11 +38,17 @@ pub enum CodegenError {
     Isa(String),
     #[error("Cranelift rejected `{function}`: {message}")]
     Cranelift { function: String, message: String },
+    #[error("LLVM rejected `{function}`: {message}")]
+    Llvm { function: String, message: String },
+    #[error("this strata was built without the {0} backend (build with `--features {0}`)")]
+    NotBuilt(crate::Backend),
 }
 
 /// Compilation settings.
 #[derive(Clone, Debug)]
 pub struct CodegenOptions {
+    /// Which code generator compiles the kernel.
+    pub backend: crate::Backend,
     /// `"speed"` (default) or `"none"`.
     pub opt_level: &'static str,
     /// Run Cranelift's IR verifier (on in tests).
@@ -54,6 +60,7 @@ pub struct CodegenOptions {
 impl Default for CodegenOptions {
     fn default() -> Self {
         CodegenOptions {
+            backend: crate::Backend::Cranelift,
             opt_level: "speed",
             verify: cfg!(debug_assertions),
             keep_text: false,
@@ -61,14 +68,39 @@ impl Default for CodegenOptions {
     }
 }
 
-/// The machine code of one kernel, with the module that owns it.
+/// The machine code of one kernel, with the module that owns it (freed on drop).
 pub struct Compiled {
-    pub module: JITModule,
-    pub entry: FuncId,
+    /// `None` only while dropping.
+    module: Option<JITModule>,
+    entry: unsafe extern "C" fn(*const u64),
     /// Cranelift IR of every function (entry first), when asked for.
-    pub clif: Vec<String>,
+    clif: Vec<String>,
     /// The machine code listing (Cranelift's VCode) of every function, when asked for.
-    pub asm: Vec<String>,
+    asm: Vec<String>,
+}
+
+impl Drop for Compiled {
+    fn drop(&mut self) {
+        if let Some(module) = self.module.take() {
+            // SAFETY: no function pointer into this module outlives `self` (`CompiledKernel`
+            // owns both).
+            unsafe { module.free_memory() };
+        }
+    }
+}
+
+impl crate::backend::MachineCode for Compiled {
+    fn entry(&self) -> unsafe extern "C" fn(*const u64) {
+        self.entry
+    }
+
+    fn ir_text(&self) -> &[String] {
+        &self.clif
+    }
+
+    fn asm_text(&self) -> &[String] {
+        &self.asm
+    }
 }
 
 /// Compiles `kernel` into a fresh JIT module.
@@ -101,8 +133,12 @@ pub fn compile(kernel: &LoweredKernel, options: &CodegenOptions) -> Result<Compi
             function: "finalize".into(),
             message: e.to_string(),
         })?;
+    let address = module.get_finalized_function(entry);
+    // SAFETY: `entry` was generated with the signature `fn(*const u64)`.
+    let entry =
+        unsafe { std::mem::transmute::<*const u8, unsafe extern "C" fn(*const u64)>(address) };
     Ok(Compiled {
-        module,
+        module: Some(module),
         entry,
         clif,
         asm,

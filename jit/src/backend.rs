@@ -1,0 +1,126 @@
+//! The code generators strata can compile with, and the boundary they share.
+//!
+//! A backend takes a lowered, possibly specialized kernel (flattened loop IR) and gives
+//! [`MachineCode`]: one entry function `entry(frame: *const u64)` reading the frame laid out
+//! in `codegen`'s module docs, calling the same runtime (`strata_parallel_for`, allocation,
+//! scalar math) and keeping the language's semantics exactly. `CompiledKernel` wraps either
+//! and checks every call the same way, so everything above this rung is backend-blind except
+//! for choosing one.
+//!
+//! - Cranelift (always built): milliseconds per compile, 128-bit vectors.
+//! - LLVM (cargo feature `llvm`, LLVM 19): vectors as wide as the host has (AVX2, AVX-512),
+//!   tens of milliseconds per compile.
+
+use crate::codegen::{CodegenError, CodegenOptions};
+use strata_dsl::Dtype;
+use strata_scheduler::LoweredKernel;
+
+/// Which code generator compiles a kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Backend {
+    /// Cranelift: always built.
+    #[default]
+    Cranelift,
+    /// LLVM 19: built with the cargo feature `llvm`.
+    Llvm,
+}
+
+impl Backend {
+    /// Every backend strata knows, built or not.
+    pub const ALL: [Backend; 2] = [Backend::Cranelift, Backend::Llvm];
+
+    /// The name the command line, the tuning database and reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Cranelift => "cranelift",
+            Backend::Llvm => "llvm",
+        }
+    }
+
+    /// The backend called `name`, if strata knows one.
+    pub fn from_name(name: &str) -> Option<Backend> {
+        Backend::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// Whether this build of strata includes the backend.
+    pub fn is_built(self) -> bool {
+        match self {
+            Backend::Cranelift => true,
+            Backend::Llvm => cfg!(feature = "llvm"),
+        }
+    }
+
+    /// The backends this build includes (Cranelift first).
+    pub fn built() -> Vec<Backend> {
+        Backend::ALL.into_iter().filter(|b| b.is_built()).collect()
+    }
+
+    /// The widest vector register this backend uses on this host, in bytes: 16 for Cranelift
+    /// (it lowers only 128-bit vectors); for LLVM 64 with AVX-512, 32 with AVX2, else 16.
+    pub fn vector_bytes(self) -> u16 {
+        match self {
+            Backend::Cranelift => 16,
+            Backend::Llvm => host_vector_bytes(),
+        }
+    }
+
+    /// How many lanes of `dtype` one vector register of this backend holds on this host.
+    pub fn native_lanes(self, dtype: Dtype) -> u16 {
+        self.vector_bytes() / dtype.bytes().max(1) as u16
+    }
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Backend {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Backend, String> {
+        Backend::from_name(s).ok_or_else(|| {
+            let names: Vec<_> = Backend::ALL.iter().map(|b| b.name()).collect();
+            format!("unknown backend `{s}` (expected one of: {})", names.join(", "))
+        })
+    }
+}
+
+/// The widest vector register of this CPU, in bytes.
+fn host_vector_bytes() -> u16 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return 64;
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return 32;
+        }
+    }
+    16
+}
+
+/// Machine code for one kernel, owning its memory (freed on drop).
+pub trait MachineCode {
+    /// The entry function, `entry(frame)`.
+    fn entry(&self) -> unsafe extern "C" fn(*const u64);
+    /// The backend's IR of each function (entry first), when compiled with `keep_text`.
+    fn ir_text(&self) -> &[String];
+    /// The machine code listing of each function, when compiled with `keep_text`.
+    fn asm_text(&self) -> &[String];
+}
+
+/// Compiles `kernel` with the backend `options` names.
+pub fn compile(
+    kernel: &LoweredKernel,
+    options: &CodegenOptions,
+) -> Result<Box<dyn MachineCode>, CodegenError> {
+    match options.backend {
+        Backend::Cranelift => Ok(Box::new(crate::codegen::compile(kernel, options)?)),
+        #[cfg(feature = "llvm")]
+        Backend::Llvm => Ok(Box::new(crate::llvm::compile(kernel, options)?)),
+        #[cfg(not(feature = "llvm"))]
+        Backend::Llvm => Err(CodegenError::NotBuilt(Backend::Llvm)),
+    }
+}
