@@ -32,31 +32,31 @@ const BITCAST_FLAGS: MemFlagsData = MemFlagsData::new().with_endianness(Endianne
 
 /// Inputs above this overflow: `exp(88.7228...)` is `f32::MAX`; clamping here (not at the
 /// threshold) lets the final scaling round to `+inf` exactly as IEEE arithmetic would.
-const EXP_CLAMP_HI: f32 = 89.0;
+pub(crate) const EXP_CLAMP_HI: f32 = 89.0;
 /// Inputs below `-104.32` (`n <= -151`) underflow to 0 (`exp(-103.97...)` is half the
 /// smallest subnormal). Clamping to this value, which has `n = -151`, keeps `n` small
 /// enough for the exponent field and makes [`scale_pow2`]'s `s2` exactly `+0`, so such
 /// lanes (`-inf`, `-1e9` masks, ...) get their 0 without an underflowing multiply, which
 /// x86 handles in microcode at about a hundred cycles per instruction.
-const EXP_CLAMP_LO: f32 = -104.7;
+pub(crate) const EXP_CLAMP_LO: f32 = -104.7;
 /// `1.5 * 2^23`: adding it to a float of magnitude < 2^22 rounds to the nearest integer
 /// and leaves that integer in the low mantissa bits.
-const ROUND_MAGIC: f32 = 12_582_912.0;
+pub(crate) const ROUND_MAGIC: f32 = 12_582_912.0;
 /// How far [`scale_pow2`] moves the exponent of `2^n`'s first factor into its second for
 /// `n <= 0`: `s2`'s exponent field is then `n + 151`, 0 (so `s2 = +0`) exactly at the
 /// clamped `n = -151`.
-const EXP_SPLIT_SHIFT: i32 = 150;
+pub(crate) const EXP_SPLIT_SHIFT: i32 = 150;
 /// ln 2 split in two (Cody-Waite): `LN2_HI` has 9 significant bits, so `n * LN2_HI` is
 /// exact for |n| < 2^15 and `x - n * ln2` loses no bits to cancellation.
-const LN2_HI: f32 = 0.693_359_375;
+pub(crate) const LN2_HI: f32 = 0.693_359_375;
 /// `ln 2 - LN2_HI`.
-const LN2_LO: f32 = -2.121_944_4e-4;
+pub(crate) const LN2_LO: f32 = -2.121_944_4e-4;
 /// `e^r - 1 ~= r + r^2 * P(r)` on `|r| <= ln2 / 2`, coefficients of `P` from degree 0 up:
 /// a minimax fit (Remez exchange, weighted for the relative error of `e^r`) whose error,
 /// after rounding the coefficients to f32, is below `3.9e-9` relative (0.07 ulp at worst),
 /// so the result's error is dominated by f32 rounding. One degree lower than Cephes'
 /// `expf` polynomial, whose `2.7e-9` makes no difference at f32 precision.
-const EXP_POLY: [f32; 5] = [
+pub(crate) const EXP_POLY: [f32; 5] = [
     0.499_999_94,
     0.166_665_21,
     0.041_668_389,
@@ -66,9 +66,9 @@ const EXP_POLY: [f32; 5] = [
 
 /// sqrt(1/2): mantissas below it are doubled so the reduced argument lies in
 /// `[sqrt(1/2) - 1, sqrt(2) - 1)`, where the polynomial is accurate.
-const SQRT_HALF: f32 = std::f32::consts::FRAC_1_SQRT_2;
+pub(crate) const SQRT_HALF: f32 = std::f32::consts::FRAC_1_SQRT_2;
 /// Cephes `logf` polynomial: `log(1 + m) ~= m - m^2/2 + m^3 * P(m)`, highest degree first.
-const LOG_POLY: [f32; 9] = [
+pub(crate) const LOG_POLY: [f32; 9] = [
     7.037_683_629_2e-2,
     -1.151_461_031_0e-1,
     1.167_699_874_0e-1,
@@ -80,7 +80,7 @@ const LOG_POLY: [f32; 9] = [
     3.333_333_117_4e-1,
 ];
 /// 2^23: multiplying a subnormal by it gives a normal number with the same mantissa bits.
-const TWO_POW_23: f32 = 8_388_608.0;
+pub(crate) const TWO_POW_23: f32 = 8_388_608.0;
 
 /// A f32x4 with `c` in every lane.
 fn splat_f(b: &mut FunctionBuilder, c: f32) -> Value {

@@ -1,6 +1,7 @@
 //! The answer never depends on the schedule, through the JIT too: for every example kernel,
 //! random legal schedules (vectorized, unrolled, parallel, compute_at) on random shapes are
-//! lowered, compiled with Cranelift, run with one to three threads, and compared with the
+//! lowered, compiled with every backend built in (Cranelift; LLVM with `--features llvm`), run
+//! with one to three threads, and compared with the
 //! reference evaluator (integers exactly, floats within 1e-4 relative: reassociation and fused
 //! multiply-adds) and with the loop-IR interpreter.
 //!
@@ -11,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use strata_dsl::random::{agree, random_args};
 use strata_dsl::Sizes;
 use strata_dsl::{evaluate, parse_kernel, Pipeline};
-use strata_jit::{CallError, CodegenOptions, CompiledKernel};
+use strata_jit::{Backend, CallError, CodegenOptions, CompiledKernel};
 use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::interpret;
 use strata_scheduler::lower::lower;
@@ -47,8 +48,9 @@ fn random_sizes(name: &str, rng: &mut StdRng) -> Sizes {
     sizes.into_iter().map(|(n, v)| (n.to_string(), v)).collect()
 }
 
-fn options() -> CodegenOptions {
+fn options(backend: Backend) -> CodegenOptions {
     CodegenOptions {
+        backend,
         verify: true,
         ..CodegenOptions::default()
     }
@@ -68,23 +70,35 @@ fn case(name: &str, pipeline: &Pipeline, seed: u64) -> Result<bool, String> {
     };
     let lowered =
         lower(pipeline, &schedule).map_err(|e| context(format!("lowering failed: {e}")))?;
-    let compiled = CompiledKernel::new(&lowered, &options())
-        .map_err(|e| context(format!("compilation failed: {e}\n{lowered}")))?;
     let expected =
         evaluate(pipeline, &args).map_err(|e| context(format!("reference failed: {e}")))?;
-    let got = match compiled.run(&args, threads) {
-        Err(CallError::InputTooSmall { .. }) if schedule.to_string().contains("round_up") => {
-            return Ok(false)
+    let mut interpreted = None;
+    for backend in Backend::built() {
+        let compiled = CompiledKernel::new(&lowered, &options(backend))
+            .map_err(|e| context(format!("{backend}: compilation failed: {e}\n{lowered}")))?;
+        let got = match compiled.run(&args, threads) {
+            Err(CallError::InputTooSmall { .. }) if schedule.to_string().contains("round_up") => {
+                return Ok(false)
+            }
+            Err(e) => {
+                return Err(context(format!(
+                    "{backend}: the call was refused: {e}\n{lowered}"
+                )))
+            }
+            Ok(got) => got,
+        };
+        agree(&got, &expected, FLOAT_TOLERANCE)
+            .map_err(|e| context(format!("{backend} vs reference: {e}\n{lowered}")))?;
+        if interpreted.is_none() {
+            interpreted = Some(
+                interpret(&lowered, &args)
+                    .map_err(|e| context(format!("interpreter failed: {e}")))?,
+            );
         }
-        Err(e) => return Err(context(format!("the call was refused: {e}\n{lowered}"))),
-        Ok(got) => got,
-    };
-    agree(&got, &expected, FLOAT_TOLERANCE)
-        .map_err(|e| context(format!("JIT vs reference: {e}\n{lowered}")))?;
-    let interpreted =
-        interpret(&lowered, &args).map_err(|e| context(format!("interpreter failed: {e}")))?;
-    agree(&got, &interpreted, FLOAT_TOLERANCE)
-        .map_err(|e| context(format!("JIT vs interpreter: {e}\n{lowered}")))?;
+        let interpreted = interpreted.as_ref().expect("interpreted above");
+        agree(&got, interpreted, FLOAT_TOLERANCE)
+            .map_err(|e| context(format!("{backend} vs interpreter: {e}\n{lowered}")))?;
+    }
     Ok(true)
 }
 
@@ -169,19 +183,35 @@ fn hand_schedules() {
         );
         let schedule = parse_schedule(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let lowered = lower(&pipeline, &schedule).unwrap();
-        let compiled =
-            CompiledKernel::new(&lowered, &options()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for backend in Backend::built() {
+            hand_schedule_agrees(name, &pipeline, &lowered, backend);
+        }
+    }
+}
+
+/// The hand schedule of `name` compiled with `backend` agrees with the reference on random
+/// shapes, with one and two threads.
+fn hand_schedule_agrees(
+    name: &str,
+    pipeline: &Pipeline,
+    lowered: &strata_scheduler::LoweredKernel,
+    backend: Backend,
+) {
+    let compiled = CompiledKernel::new(lowered, &options(backend))
+        .unwrap_or_else(|e| panic!("{name} ({backend}): {e}"));
+    {
         for seed in 0..10 {
             let mut rng = StdRng::seed_from_u64(seed);
             let sizes = random_sizes(name, &mut rng);
-            let args = random_args(&pipeline, &sizes, &mut rng).unwrap();
-            let expected = evaluate(&pipeline, &args).unwrap();
+            let args = random_args(pipeline, &sizes, &mut rng).unwrap();
+            let expected = evaluate(pipeline, &args).unwrap();
             for threads in [1, 2] {
                 let got = compiled
                     .run(&args, threads)
-                    .unwrap_or_else(|e| panic!("{name} {sizes:?}: {e}"));
-                agree(&got, &expected, FLOAT_TOLERANCE)
-                    .unwrap_or_else(|e| panic!("{name} {sizes:?} threads {threads}: {e}"));
+                    .unwrap_or_else(|e| panic!("{name} ({backend}) {sizes:?}: {e}"));
+                agree(&got, &expected, FLOAT_TOLERANCE).unwrap_or_else(|e| {
+                    panic!("{name} ({backend}) {sizes:?} threads {threads}: {e}")
+                });
             }
         }
     }
