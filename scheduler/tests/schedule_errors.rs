@@ -445,6 +445,219 @@ fn a_compute_at_cycle() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Wrappers and storage order
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn wrap_of_a_name_the_function_does_not_read() {
+    assert_eq!(
+        error("matmul", "C: wrap(X, Xp)"),
+        "in the schedule of `C`: `wrap(X, Xp)`: the function does not read `X`; it reads: A, B (wrap names an input or function it calls directly)"
+    );
+}
+
+/// `out` reads the input only through `bx`: a wrap redirects direct calls only.
+#[test]
+fn wrap_of_an_input_read_only_through_another_function() {
+    assert_eq!(
+        error("blur3x3", "out: wrap(input, ip)"),
+        "in the schedule of `out`: `wrap(input, ip)`: the function does not read `input`; it reads: bx (wrap names an input or function it calls directly)"
+    );
+}
+
+#[test]
+fn wrap_of_a_scalar_parameter() {
+    let kernel = "kernel scale(A: f32[N], alpha: f32) -> out: f32[N] { out(x) = alpha * A(x); }";
+    assert_eq!(
+        error_in(kernel, "out: wrap(alpha, a)"),
+        "in the schedule of `out`: `wrap(alpha, a)`: the function does not read `alpha`; it reads: A (wrap names an input or function it calls directly)"
+    );
+}
+
+#[test]
+fn a_function_wrapping_itself() {
+    assert_eq!(
+        error("matmul", "C: wrap(C, Cp)"),
+        "in the schedule of `C`: `wrap(C, Cp)`: a function cannot wrap itself: its updates' reads of itself are its own storage; wrap it in a consumer instead"
+    );
+}
+
+#[test]
+fn wrap_in_an_unknown_function() {
+    assert_eq!(
+        error("matmul", "D: wrap(B, Bp)"),
+        "schedule names unknown function `D` (the functions are: C)"
+    );
+}
+
+#[test]
+fn wrapper_named_like_an_input() {
+    assert_eq!(
+        error("matmul", "C: wrap(B, A)"),
+        "in the schedule of `C`: `wrap(B, A)`: the wrapper's name `A` is already the input `A`; choose a fresh name"
+    );
+}
+
+#[test]
+fn wrapper_named_like_a_function() {
+    assert_eq!(
+        error("blur3x3", "out: wrap(bx, out)"),
+        "in the schedule of `out`: `wrap(bx, out)`: the wrapper's name `out` is already the function `out`; choose a fresh name"
+    );
+}
+
+#[test]
+fn wrapper_named_like_a_variable() {
+    assert_eq!(
+        error("matmul", "C: wrap(B, k)"),
+        "in the schedule of `C`: `wrap(B, k)`: the wrapper's name `k` is already a variable of `C`; choose a fresh name"
+    );
+}
+
+#[test]
+fn wrapper_named_like_a_size() {
+    assert_eq!(
+        error("matmul", "C: wrap(B, N)"),
+        "in the schedule of `C`: `wrap(B, N)`: the wrapper's name `N` is already the size `N`; choose a fresh name"
+    );
+}
+
+#[test]
+fn two_wraps_with_one_name() {
+    assert_eq!(
+        error("matmul", "C: wrap(A, P).wrap(B, P)"),
+        "in the schedule of `C`: `wrap(B, P)`: the wrapper's name `P` is already the function `P`; choose a fresh name"
+    );
+    assert_eq!(
+        error("softmax", "e: wrap(X, Xw); s: wrap(e, Xw)"),
+        "in the schedule of `s`: `wrap(e, Xw)`: the wrapper's name `Xw` is already the function `Xw`; choose a fresh name"
+    );
+}
+
+/// After the first wrap, `C` reads `P`, not `B`.
+#[test]
+fn wrapping_one_read_twice() {
+    assert_eq!(
+        error("matmul", "C: wrap(B, P).wrap(B, Q)"),
+        "in the schedule of `C`: `wrap(B, Q)`: the function does not read `B`; it reads: A, P (wrap names an input or function it calls directly)"
+    );
+}
+
+#[test]
+fn wrapper_name_that_is_not_a_plain_name() {
+    assert_eq!(
+        error("matmul", "C: wrap(B, B.p)"),
+        "in the schedule of `C`: `wrap(B, B.p)`: `B.p` cannot name a function: use letters, digits and `_`, starting with a letter or `_`, and no reserved word"
+    );
+    assert_eq!(
+        error("matmul", "C: wrap(B, sum)"),
+        "in the schedule of `C`: `wrap(B, sum)`: `sum` cannot name a function: use letters, digits and `_`, starting with a letter or `_`, and no reserved word"
+    );
+}
+
+#[test]
+fn wrap_on_an_update_line() {
+    assert_eq!(
+        error("matmul", "C.update(0): wrap(B, Bp)"),
+        "in the schedule of `C.update(0)`: `wrap(B, Bp)`: wrap and reorder_storage apply to the whole function (every stage); write them on its pure definition's line, not an update's"
+    );
+}
+
+/// Wraps apply in the order written: a wrapper is wrapped again only on a later line.
+#[test]
+fn wrap_in_a_wrapper_before_it_exists() {
+    assert_eq!(
+        error("matmul", "Bp: wrap(B, Bq); C: wrap(B, Bp)"),
+        "schedule names unknown function `Bp` (the functions are: C)"
+    );
+    let p = plan("matmul", "C: wrap(B, Bp); Bp: wrap(B, Bq)");
+    assert_eq!(p.pipeline().func("Bp").unwrap().callees(), ["Bq"]);
+}
+
+/// Loop and storage directives of a wrapper need it placed (it is a pure function, inlined by
+/// default); its placement line may come before the wrap.
+#[test]
+fn scheduling_an_inlined_wrapper() {
+    assert_eq!(
+        error("matmul", "C: wrap(B, Bp); Bp: vectorize(j, 8)"),
+        "in the schedule of `Bp`: `vectorize(j, 8)`: the function is computed inline (as a pure function is unless placed), so it has no loops or storage to schedule; add compute_root() or compute_at(...)"
+    );
+    plan(
+        "matmul",
+        "Bp: compute_at(C.update(0), j).vectorize(j, 8); C: wrap(B, Bp)",
+    );
+}
+
+#[test]
+fn reorder_storage_of_the_output() {
+    assert_eq!(
+        error("matmul", "C: reorder_storage(j, i)"),
+        "in the schedule of `C`: `reorder_storage(j, i)`: the output is stored in the caller's buffer, row-major in its dimensions' order; its storage order cannot change"
+    );
+}
+
+#[test]
+fn reorder_storage_of_an_unknown_dimension() {
+    assert_eq!(
+        error("blur3x3", "bx: compute_root().reorder_storage(x, q)"),
+        "in the schedule of `bx`: `reorder_storage(x, q)`: `q` is not a dimension of the function; its dimensions are: y, x"
+    );
+}
+
+#[test]
+fn reorder_storage_with_a_repeated_dimension() {
+    assert_eq!(
+        error("blur3x3", "bx: compute_root().reorder_storage(x, x)"),
+        "in the schedule of `bx`: `reorder_storage(x, x)`: `x` appears twice; reorder takes a permutation of loops"
+    );
+}
+
+#[test]
+fn reorder_storage_on_an_update_line() {
+    assert_eq!(
+        error("softmax", "s.update(0): reorder_storage(r)"),
+        "in the schedule of `s.update(0)`: `reorder_storage(r)`: wrap and reorder_storage apply to the whole function (every stage); write them on its pure definition's line, not an update's"
+    );
+}
+
+#[test]
+fn reorder_storage_of_an_inlined_function() {
+    assert_eq!(
+        error("blur3x3", "bx: reorder_storage(x, y)"),
+        "in the schedule of `bx`: `reorder_storage(x, y)`: the function is computed inline (as a pure function is unless placed), so it has no loops or storage to schedule; add compute_root() or compute_at(...)"
+    );
+}
+
+/// An inlined consumer may wrap what it reads; the wrapper is placed at a loop of the function
+/// it is inlined into.
+#[test]
+fn wrap_in_an_inlined_consumer() {
+    let p = plan("blur3x3", "bx: wrap(input, ip); ip: compute_at(out, y)");
+    assert_eq!(p.funcs["bx"].compute, Placement::Inline);
+    assert_eq!(p.funcs["ip"].compute, at("out", 0, "y"));
+}
+
+/// sgemm with B packed per column tile: the wrapper is an ordinary function of the plan,
+/// computed at the tile loop, its variables named after `C`'s reads of B, stored `j` outermost
+/// when asked.
+#[test]
+fn matmul_with_b_packed() {
+    let p = plan(
+        "matmul",
+        "C: wrap(B, Bp)\n\
+         C.update(0): split(j, jo, ji, 8).reorder(jo, i, k, ji).vectorize(ji)\n\
+         Bp: compute_at(C.update(0), jo).reorder_storage(j, k).vectorize(j, 8)",
+    );
+    let bp = p.pipeline().func("Bp").unwrap();
+    assert_eq!(bp.vars, ["k", "j"]);
+    assert_eq!(p.pipeline().func("C").unwrap().callees(), ["Bp"]);
+    assert_eq!(p.funcs["Bp"].compute, at("C", 1, "jo"));
+    assert_eq!(p.funcs["Bp"].storage_order, [1, 0]);
+    assert_eq!(p.funcs["C"].storage_order, [0, 1]);
+    assert_eq!(loops(&p, "Bp", 0), ["k", "j", "j.v:vectorized"]);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Legal schedules and their plans
 // ---------------------------------------------------------------------------------------------
 
@@ -605,42 +818,48 @@ mod fuzz {
 
     type Names = &'static [&'static str];
 
+    /// What a `wrap` may name: inputs and functions of the kernels, names that exist nowhere
+    /// (`W`, the name the function lists give a wrapper) and a loop name.
+    const WRAPPED: Names = &[
+        "A", "B", "input", "weights", "X", "bx", "e", "gx", "W", "D", "x",
+    ];
+
     /// Each kernel with its functions (and one that does not exist) and its loop names (and
     /// names a schedule makes).
     const KERNELS: &[(&str, Names, Names)] = &[
         (
             "matmul",
-            &["C", "D"],
+            &["C", "D", "W"],
             &["i", "j", "k", "io", "ii", "k.v", "t"],
         ),
         (
             "blur3x3",
-            &["bx", "out", "D"],
+            &["bx", "out", "D", "W"],
             &["y", "x", "xo", "xi", "yo", "x.v", "t"],
         ),
         (
             "softmax",
-            &["mx", "e", "s", "P", "D"],
+            &["mx", "e", "s", "P", "D", "W"],
             &["r", "c", "co", "ci", "c.v", "t"],
         ),
         (
             "conv2d",
-            &["out", "D"],
+            &["out", "D", "W"],
             &["n", "f", "y", "x", "c", "ky", "kx", "xo", "x.v", "t"],
         ),
         (
             "histogram",
-            &["hist", "D"],
+            &["hist", "D", "W"],
             &["b", "y", "x", "xo", "b.v", "t"],
         ),
         (
             "gaussian5",
-            &["gx", "out", "D"],
+            &["gx", "out", "D", "W"],
             &["y", "x", "yo", "yi", "x.v", "t"],
         ),
         (
             "brighten",
-            &["out", "D"],
+            &["out", "D", "W"],
             &["y", "x", "xo", "xi", "x.v", "t"],
         ),
     ];
@@ -721,6 +940,9 @@ mod fuzz {
             Just(Directive::StoreRoot),
             level().prop_map(Directive::ComputeAt),
             level().prop_map(Directive::StoreAt),
+            prop::collection::vec(var(), 1..4).prop_map(Directive::ReorderStorage),
+            (name(WRAPPED), name(WRAPPED))
+                .prop_map(|(producer, wrapper)| Directive::Wrap { producer, wrapper }),
         ]
     }
 
@@ -751,7 +973,7 @@ mod fuzz {
         fn validation_never_panics((k, s) in kernel_and_schedule()) {
             let lifted = lift_reductions(&kernel(k));
             match validate(&lifted, &s) {
-                Ok(plan) => prop_assert_eq!(plan.funcs.len(), lifted.pipeline.funcs.len()),
+                Ok(plan) => prop_assert_eq!(plan.funcs.len(), plan.pipeline().funcs.len()),
                 Err(e) => prop_assert!(!e.to_string().is_empty()),
             }
         }

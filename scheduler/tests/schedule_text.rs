@@ -69,6 +69,10 @@ const CASES: &[(&str, &str)] = &[
         "\tx_1.update(3): reorder(r.x, r.y, _z, a9).vectorize(_z, 64)",
         "x_1.update(3): reorder(r.x, r.y, _z, a9).vectorize(_z, 64)",
     ),
+    (
+        "C: wrap(B, Bp).wrap(A,Ap)\nBp: compute_at(C.update(0), jo).reorder_storage(j, k).vectorize(j, 8)",
+        "C: wrap(B, Bp).wrap(A, Ap)\nBp: compute_at(C.update(0), jo).reorder_storage(j, k).vectorize(j, 8)",
+    ),
     ("", ""),
     ("// nothing but a comment", ""),
 ];
@@ -217,16 +221,22 @@ fn chaining_api_prints_the_expected_text() {
     s.func("out").unroll("yi", 2);
     s.stage("hist", StageRef::Update(1)).parallel("r.y");
     s.func("e").compute_at("s", "r");
+    // Continuing C's pure line, which an earlier line opened.
+    s.func("C").wrap("B", "Bp");
+    s.func("Bp")
+        .compute_at("C", "jo")
+        .reorder_storage(&["j", "k"]);
     let expected = "\
 out: tile(y, x, yo, xo, yi, xi, 32, 256).vectorize(xi, 16).parallel(yo).unroll(yi, 2)
 bx: compute_at(out, xo).vectorize(x, 16)
-C: split(i, io, ii, 4, guard)
+C: split(i, io, ii, 4, guard).wrap(B, Bp)
 C.update(0): reorder(k, i, j).vectorize(j).unroll(k)
 g: compute_inline()
 h: compute_root().split(x, xo, xi, 8).fuse(xo, y, t).unroll(xi, 2)
 k: store_root().store_at(out, y)
 hist.update(1): parallel(r.y)
-e: compute_at(s, r)";
+e: compute_at(s, r)
+Bp: compute_at(C, jo).reorder_storage(j, k)";
     assert_eq!(s.to_string(), expected);
     assert_eq!(parse(expected), s);
 }
@@ -267,7 +277,7 @@ fn error_unknown_directive_lists_the_directives() {
     assert_eq!(
         error("out: parallel(y)\nbx: compute_at(out, y).vectorise(x, 8)"),
         (
-            "unknown directive `vectorise` (did you mean `vectorize`?); the directives are: split, fuse, reorder, tile, vectorize, unroll, parallel, compute_inline, compute_root, compute_at, store_root, store_at".into(),
+            "unknown directive `vectorise` (did you mean `vectorize`?); the directives are: split, fuse, reorder, tile, vectorize, unroll, parallel, compute_inline, compute_root, compute_at, store_root, store_at, reorder_storage, wrap".into(),
             (2, 24)
         )
     );
@@ -278,7 +288,7 @@ fn error_unknown_directive_without_a_close_match() {
     assert_eq!(
         error("out: swizzle(x)"),
         (
-            "unknown directive `swizzle`; the directives are: split, fuse, reorder, tile, vectorize, unroll, parallel, compute_inline, compute_root, compute_at, store_root, store_at".into(),
+            "unknown directive `swizzle`; the directives are: split, fuse, reorder, tile, vectorize, unroll, parallel, compute_inline, compute_root, compute_at, store_root, store_at, reorder_storage, wrap".into(),
             (1, 6)
         )
     );
@@ -289,7 +299,7 @@ fn error_update_in_the_chain_says_where_it_goes() {
     assert_eq!(
         error("hist: parallel(b).update(0)"),
         (
-            "unknown directive `update`; the directives are: split, fuse, reorder, tile, vectorize, unroll, parallel, compute_inline, compute_root, compute_at, store_root, store_at; `.update(N)` goes before the `:`, as in `f.update(0): ...`".into(),
+            "unknown directive `update`; the directives are: split, fuse, reorder, tile, vectorize, unroll, parallel, compute_inline, compute_root, compute_at, store_root, store_at, reorder_storage, wrap; `.update(N)` goes before the `:`, as in `f.update(0): ...`".into(),
             (1, 19)
         )
     );
@@ -317,6 +327,13 @@ fn error_wrong_number_of_arguments_says_what_the_directive_takes() {
         (
             "`compute_root` takes no arguments, found 1: compute_root()".into(),
             (1, 5)
+        )
+    );
+    assert_eq!(
+        error("C: wrap(B)"),
+        (
+            "`wrap` takes 2 arguments, found 1: wrap(input or function, new function)".into(),
+            (1, 4)
         )
     );
     assert_eq!(
@@ -530,6 +547,13 @@ fn error_wrong_kind_of_argument() {
         error("bx: store_at(4, y)"),
         ("expected a function name, found `4`".into(), (1, 14))
     );
+    assert_eq!(
+        error("C: wrap(B, 3)"),
+        (
+            "expected the name of an input or function, found `3`".into(),
+            (1, 12)
+        )
+    );
 }
 
 #[test]
@@ -716,6 +740,8 @@ fn directive() -> impl Strategy<Value = Directive> {
         Just(Directive::StoreRoot),
         level().prop_map(Directive::ComputeAt),
         level().prop_map(Directive::StoreAt),
+        prop::collection::vec(name(), 1..5).prop_map(Directive::ReorderStorage),
+        (name(), name()).prop_map(|(producer, wrapper)| Directive::Wrap { producer, wrapper }),
     ]
 }
 

@@ -1,27 +1,49 @@
 //! Storage flattening: turns multi-dimensional `Realize` / `Provide` / `Call` into flat
-//! `Allocate` / `Store` / `Load`. Every buffer is row-major (last index contiguous): element
-//! `(i0, .., in)` of a buffer with mins `m` and extents `e` is at `sum((i_d - m_d) * stride_d)`,
-//! `stride_n = 1`, `stride_d = stride_{d+1} * e_{d+1}`. Inputs and the output have mins 0.
+//! `Allocate` / `Store` / `Load`. Every buffer is row-major in its storage order (the
+//! definition's order of dimensions unless `reorder_storage` changed it; inputs and the output
+//! always), the last dimension of that order contiguous: with the dimensions taken in storage
+//! order `o_0, .., o_n`, element `i` of a buffer with mins `m` and extents `e` is at
+//! `sum((i_{o_k} - m_{o_k}) * stride_k)`, `stride_n = 1`, `stride_k = stride_{k+1} * e_{o_{k+1}}`.
+//! Inputs and the output have mins 0.
 //! Establishes: no `Realize`, `Provide` or `Call` remains.
 
 use super::loop_nest::{extent_expr, Converter};
 use crate::ir::{Expr, Stmt};
+use crate::schedule::validate::Plan;
 use std::collections::HashMap;
 use strata_dsl::ir::{InputKind, Pipeline};
 
-/// The mins and extents of each buffer by name.
-type Layouts = HashMap<String, (Vec<Expr>, Vec<Expr>)>;
+/// Where a buffer's elements lie: per dimension (in the definition's order) its min and
+/// extent, and the order of the dimensions in memory, outermost first.
+#[derive(Clone)]
+struct Layout {
+    mins: Vec<Expr>,
+    extents: Vec<Expr>,
+    order: Vec<usize>,
+}
 
-/// Flattens `s`, whose inputs and output are those of `pipeline`.
-pub fn flatten(s: &Stmt, pipeline: &Pipeline) -> Stmt {
+impl Layout {
+    /// A buffer at `0..extents`, row-major in the order of its dimensions.
+    fn row_major(extents: Vec<Expr>) -> Layout {
+        Layout {
+            mins: vec![Expr::int(0); extents.len()],
+            order: (0..extents.len()).collect(),
+            extents,
+        }
+    }
+}
+
+/// The layout of each buffer by name.
+type Layouts = HashMap<String, Layout>;
+
+/// Flattens `s`, whose inputs and output are those of `pipeline`; each realized function is
+/// laid out in the storage order `plan` gives it.
+pub fn flatten(s: &Stmt, pipeline: &Pipeline, plan: &Plan) -> Stmt {
     let mut layouts = Layouts::new();
     for input in &pipeline.inputs {
         if let InputKind::Buffer { shape, .. } = &input.kind {
             let extents: Vec<Expr> = shape.iter().map(extent_expr).collect();
-            layouts.insert(
-                input.name.clone(),
-                (vec![Expr::int(0); extents.len()], extents),
-            );
+            layouts.insert(input.name.clone(), Layout::row_major(extents));
         }
     }
     if let Some(output) = pipeline.output_func() {
@@ -36,19 +58,16 @@ pub fn flatten(s: &Stmt, pipeline: &Pipeline) -> Stmt {
             .iter()
             .map(|e| conv.expr(e))
             .collect();
-        layouts.insert(
-            output.name.clone(),
-            (vec![Expr::int(0); extents.len()], extents),
-        );
+        layouts.insert(output.name.clone(), Layout::row_major(extents));
     }
-    flatten_stmt(s, &layouts)
+    flatten_stmt(s, &layouts, plan)
 }
 
 fn buffer_var(func: &str, what: &str, dim: usize) -> String {
     format!("{func}.buffer.{what}.{dim}")
 }
 
-fn flatten_stmt(s: &Stmt, layouts: &Layouts) -> Stmt {
+fn flatten_stmt(s: &Stmt, layouts: &Layouts, plan: &Plan) -> Stmt {
     match s {
         Stmt::Realize {
             func,
@@ -63,9 +82,18 @@ fn flatten_stmt(s: &Stmt, layouts: &Layouts) -> Stmt {
             let extents: Vec<Expr> = (0..dims)
                 .map(|d| Expr::var(buffer_var(func, "extent", d)))
                 .collect();
+            let order = (plan.funcs.get(func))
+                .map(|p| p.storage_order.clone())
+                .filter(|o| o.len() == dims)
+                .unwrap_or_else(|| (0..dims).collect());
             let mut inner = layouts.clone();
-            inner.insert(func.clone(), (mins, extents.clone()));
-            let body = flatten_stmt(body, &inner);
+            let layout = Layout {
+                mins,
+                extents: extents.clone(),
+                order,
+            };
+            inner.insert(func.clone(), layout);
+            let body = flatten_stmt(body, &inner, plan);
             let size = extents
                 .iter()
                 .map(|e| Expr::max(e.clone(), Expr::int(0)))
@@ -99,7 +127,7 @@ fn flatten_stmt(s: &Stmt, layouts: &Layouts) -> Stmt {
             value: flatten_expr(value, layouts),
         },
         other => other.map(&mut |e| flatten_expr(e, layouts), &mut |c| {
-            flatten_stmt(c, layouts)
+            flatten_stmt(c, layouts, plan)
         }),
     }
 }
@@ -115,14 +143,20 @@ fn flatten_expr(e: &Expr, layouts: &Layouts) -> Expr {
     }
 }
 
-/// `sum((arg_d - min_d) * stride_d)` for the buffer's layout.
+/// `sum((arg_d - min_d) * stride_d)` for the buffer's layout, the dimensions taken in its
+/// storage order.
 fn flat_index(func: &str, args: &[Expr], layouts: &Layouts) -> Expr {
     let args: Vec<Expr> = args.iter().map(|a| flatten_expr(a, layouts)).collect();
-    let Some((mins, extents)) = layouts.get(func) else {
+    let Some(layout) = layouts.get(func) else {
         return args.into_iter().next().unwrap_or(Expr::int(0));
     };
     let mut index: Option<Expr> = None;
-    for ((arg, min), extent) in args.iter().zip(mins).zip(extents) {
+    for &d in &layout.order {
+        let (Some(arg), Some(min), Some(extent)) =
+            (args.get(d), layout.mins.get(d), layout.extents.get(d))
+        else {
+            continue;
+        };
         let offset = if min.as_int() == Some(0) {
             arg.clone()
         } else {

@@ -110,7 +110,7 @@ fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel,
     let checks = call_checks(&inlined, &s)?;
     let s = loop_nest::strip_bounds_hints(&s);
     log.log("stripping bounds hints", &s);
-    let s = flatten::flatten(&s, &inlined);
+    let s = flatten::flatten(&s, &inlined, &plan);
     log.log("storage flattening", &s);
     let s = vectorize::vectorize(&s);
     log.log("vectorization", &s);

@@ -19,6 +19,7 @@
 pub mod loops;
 pub mod text;
 pub mod validate;
+pub mod wrap;
 
 use serde::{Deserialize, Serialize};
 
@@ -122,9 +123,58 @@ pub enum Directive {
     StoreRoot,
     /// `store_at(g, v)`: allocate inside `g`'s loop `v`.
     StoreAt(LoopLevel),
+    /// `reorder_storage(a, b, ...)`: lay the function's buffer out with these dimensions in this
+    /// order, outermost first (the last contiguous); dimensions not named keep their places
+    /// (the same reading as `reorder`). Halide's `reorder_storage`, whose list is innermost
+    /// first. The default is the definition's order. Not for the output, whose buffer is the
+    /// caller's. It moves no loop: only where each element lives, so the answer is unchanged.
+    ///
+    /// ```text
+    /// Wp: compute_at(out.update(0), fo)              realize Wp[f, c, ky, kx]: Wp[((c * 3 + ky) * 3 + kx) * 8 + f]
+    ///   .reorder_storage(c, ky, kx, f)       -->     (f contiguous: 8 filters' weights in one vector)
+    /// ```
+    ReorderStorage(Vec<String>),
+    /// `wrap(g, gw)`, on the line of a consumer `f` (Halide's `g.in(f)`, TVM's `cache_read`):
+    /// makes a new function `gw(v..) = g(v..)`, a copy of the input or function `g`, and turns
+    /// every call of `g` in `f`'s definitions (every stage) into a call of `gw`. Other
+    /// consumers of `g` keep reading `g`. `gw` is then scheduled like any function: left alone
+    /// it is inlined (the wrap changes nothing); `gw: compute_at(f, v)` copies, once per
+    /// iteration of `v`, the region of `g` that `f` reads inside `v` into a buffer of that
+    /// size, which `reorder_storage` and `gw`'s own loop directives (vectorize, unroll) shape.
+    /// Its variables are `g`'s own for a function; for an input, the variable `f` indexes each
+    /// dimension with when every call has the same bare variable there (`B(k, j)` gives `k, j`),
+    /// else `_0`, `_1`, ... Wraps apply in the order written, so a wrapper may be wrapped again
+    /// on a later line. `gw` must be a fresh name (no function, input, size or variable).
+    ///
+    /// Rewrite (sgemm `C(i, j) += A(i, k) * B(k, j)` with `C: wrap(B, Bp)` and
+    /// `Bp: compute_at(C.update(0), jo).vectorize(j, 8)`; B's rows are N floats apart, the
+    /// packed panel's 8):
+    ///
+    /// ```text
+    /// for C.s1.jo:
+    ///   for C.s1.k:
+    ///     for C.s1.ji (vectorized):
+    ///       C[i, j] = C[i, j] + A[i, k] * B[k, j]
+    ///   -->
+    /// for C.s1.jo:
+    ///   realize Bp[Bp.k.min ..= Bp.k.max, Bp.j.min ..= Bp.j.max]:
+    ///     for Bp.s0.k in Bp.k.min ..= Bp.k.max:
+    ///       for Bp.s0.j (vectorized):
+    ///         Bp[k, j] = B[k, j]
+    ///     for C.s1.k:
+    ///       for C.s1.ji (vectorized):
+    ///         C[i, j] = C[i, j] + A[i, k] * Bp[k, j]
+    /// ```
+    Wrap { producer: String, wrapper: String },
 }
 
 impl Directive {
+    /// Whether this directive applies to the whole function (every stage) rather than to one
+    /// stage's loops: placements, `reorder_storage` and `wrap`, written on the pure line.
+    pub fn is_per_function(&self) -> bool {
+        self.is_placement() || matches!(self, Directive::ReorderStorage(_) | Directive::Wrap { .. })
+    }
+
     /// Whether this directive places the function (rather than shaping a stage's loops).
     pub fn is_placement(&self) -> bool {
         matches!(
@@ -324,5 +374,19 @@ impl<'a> StageBuilder<'a> {
             stage: StageRef::Pure,
             var: var.into(),
         }))
+    }
+
+    pub fn reorder_storage(self, vars: &[&str]) -> Self {
+        self.push(Directive::ReorderStorage(
+            vars.iter().map(|v| v.to_string()).collect(),
+        ))
+    }
+
+    /// Makes `wrapper`, a copy of `producer` that this function reads instead.
+    pub fn wrap(self, producer: &str, wrapper: &str) -> Self {
+        self.push(Directive::Wrap {
+            producer: producer.into(),
+            wrapper: wrapper.into(),
+        })
     }
 }

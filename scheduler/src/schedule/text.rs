@@ -117,6 +117,8 @@ impl fmt::Display for Directive {
             Directive::ComputeAt(level) => write!(f, "compute_at({level})"),
             Directive::StoreRoot => f.write_str("store_root()"),
             Directive::StoreAt(level) => write!(f, "store_at({level})"),
+            Directive::ReorderStorage(vars) => write!(f, "reorder_storage({})", vars.join(", ")),
+            Directive::Wrap { producer, wrapper } => write!(f, "wrap({producer}, {wrapper})"),
         }
     }
 }
@@ -173,6 +175,13 @@ const DIRECTIVES: &[(&str, usize, usize, &str)] = &[
     ("compute_at", 2, 2, "compute_at(func, var)"),
     ("store_root", 0, 0, "store_root()"),
     ("store_at", 2, 2, "store_at(func, var)"),
+    (
+        "reorder_storage",
+        1,
+        usize::MAX,
+        "reorder_storage(dim, ...), outermost first",
+    ),
+    ("wrap", 2, 2, "wrap(input or function, new function)"),
 ];
 
 const TAILS: &str = "guard, shift or round_up";
@@ -594,6 +603,15 @@ fn build(name: &str, args: &[Arg<'_>]) -> Result<Directive, Diagnostic> {
         "compute_root" => Directive::ComputeRoot,
         "store_root" => Directive::StoreRoot,
         "compute_at" => Directive::ComputeAt(a.level()?),
+        "reorder_storage" => Directive::ReorderStorage(
+            (0..args.len())
+                .map(|i| a.name(i))
+                .collect::<Result<_, _>>()?,
+        ),
+        "wrap" => Directive::Wrap {
+            producer: a.function(0)?,
+            wrapper: a.function(1)?,
+        },
         _ => Directive::StoreAt(a.level()?),
     })
 }
@@ -616,6 +634,21 @@ impl Args<'_, '_> {
             ArgValue::Name => Ok(arg.text.to_string()),
             _ => Err(error(
                 format!("expected a loop name, found `{}`", arg.text),
+                arg.span,
+            )),
+        }
+    }
+
+    /// A function or input name (`wrap`'s arguments).
+    fn function(&self, i: usize) -> Result<String, Diagnostic> {
+        let arg = self.get(i)?;
+        match arg.value {
+            ArgValue::Name => Ok(arg.text.to_string()),
+            _ => Err(error(
+                format!(
+                    "expected the name of an input or function, found `{}`",
+                    arg.text
+                ),
                 arg.span,
             )),
         }

@@ -142,6 +142,31 @@ pub enum Rule {
     },
     /// Storage or loop directives for a function computed inline.
     ScheduledInline,
+    /// `wrap` or `reorder_storage` on an update's line: they apply to the whole function.
+    PerFunctionOnUpdate,
+    /// `f: wrap(f, ..)`: a function's reads of itself are its own storage.
+    WrapSelf,
+    /// `wrap(g, ..)` where the function does not read `g` directly; it reads `reads`.
+    WrapNotRead {
+        producer: String,
+        reads: Vec<String>,
+    },
+    /// A wrapper named like something that exists (`by`, in words).
+    WrapperNameTaken {
+        name: String,
+        by: String,
+    },
+    /// A wrapper name that is not a plain name (letters, digits, `_`) or is a reserved word.
+    WrapperNameInvalid {
+        name: String,
+    },
+    /// `reorder_storage` on the output, whose buffer is the caller's.
+    StorageOfOutput,
+    /// `reorder_storage` names `var`, which is not one of the function's `dims`.
+    UnknownDimension {
+        var: String,
+        dims: Vec<String>,
+    },
 }
 
 fn kind_name(kind: ForKind) -> &'static str {
@@ -255,6 +280,37 @@ impl fmt::Display for Rule {
             Rule::ScheduledInline => f.write_str(
                 "the function is computed inline (as a pure function is unless placed), so it has no loops or storage to schedule; add compute_root() or compute_at(...)",
             ),
+            Rule::PerFunctionOnUpdate => f.write_str(
+                "wrap and reorder_storage apply to the whole function (every stage); write them on its pure definition's line, not an update's",
+            ),
+            Rule::WrapSelf => f.write_str(
+                "a function cannot wrap itself: its updates' reads of itself are its own storage; wrap it in a consumer instead",
+            ),
+            Rule::WrapNotRead { producer, reads } if reads.is_empty() => write!(
+                f,
+                "the function does not read `{producer}`; it reads no input or function (wrap names an input or function it calls)"
+            ),
+            Rule::WrapNotRead { producer, reads } => write!(
+                f,
+                "the function does not read `{producer}`; it reads: {} (wrap names an input or function it calls directly)",
+                reads.join(", ")
+            ),
+            Rule::WrapperNameTaken { name, by } => write!(
+                f,
+                "the wrapper's name `{name}` is already {by}; choose a fresh name"
+            ),
+            Rule::WrapperNameInvalid { name } => write!(
+                f,
+                "`{name}` cannot name a function: use letters, digits and `_`, starting with a letter or `_`, and no reserved word"
+            ),
+            Rule::StorageOfOutput => f.write_str(
+                "the output is stored in the caller's buffer, row-major in its dimensions' order; its storage order cannot change",
+            ),
+            Rule::UnknownDimension { var, dims } => write!(
+                f,
+                "`{var}` is not a dimension of the function; its dimensions are: {}",
+                dims.join(", ")
+            ),
         }
     }
 }
@@ -280,6 +336,9 @@ pub struct FuncPlan {
     pub store: Placement,
     /// Loops of each stage: the pure definition, then each update.
     pub stages: Vec<StageLoops>,
+    /// The order of the buffer's dimensions, outermost first, as positions among the
+    /// function's variables (`reorder_storage`; the definition's order by default).
+    pub storage_order: Vec<usize>,
 }
 
 /// A validated schedule, resolved against a (lifted) pipeline.
@@ -296,7 +355,10 @@ impl Plan {
 }
 
 /// Checks `schedule` against `lifted` and resolves it.
+/// Wrappers (`wrap`) are made first, so the `Plan`'s pipeline holds them as ordinary functions.
 pub fn validate(lifted: &Lifted, schedule: &Schedule) -> Result<Plan, ScheduleError> {
+    let wrapped = super::wrap::apply_wrappers(lifted, schedule)?;
+    let lifted = &wrapped;
     let pipeline = &lifted.pipeline;
     check_lines(pipeline, schedule)?;
     let mut funcs = BTreeMap::new();
@@ -309,6 +371,7 @@ pub fn validate(lifted: &Lifted, schedule: &Schedule) -> Result<Plan, ScheduleEr
                 compute: Placement::Root,
                 store: Placement::Root,
                 stages,
+                storage_order: storage_order(pipeline, func, schedule)?,
             },
         );
     }
@@ -386,7 +449,7 @@ fn unrolled_copies(dims: &[Dim]) -> u64 {
         .fold(1, u64::saturating_mul)
 }
 
-fn unknown(name: &str, pipeline: &Pipeline) -> ScheduleError {
+pub(super) fn unknown(name: &str, pipeline: &Pipeline) -> ScheduleError {
     ScheduleError::UnknownFunction {
         name: name.to_string(),
         known: pipeline.funcs.iter().map(|f| f.name.clone()).collect(),
@@ -406,20 +469,25 @@ fn check_lines(pipeline: &Pipeline, schedule: &Schedule) -> Result<(), ScheduleE
                     count: func.updates.len(),
                 });
             }
-            if let Some(d) = line.directives.iter().find(|d| d.is_placement()) {
-                return Err(directive_error(
-                    &func.name,
-                    line.stage,
-                    d,
-                    Rule::PlacementOnUpdate,
-                ));
+            if let Some(d) = line.directives.iter().find(|d| d.is_per_function()) {
+                let rule = if d.is_placement() {
+                    Rule::PlacementOnUpdate
+                } else {
+                    Rule::PerFunctionOnUpdate
+                };
+                return Err(directive_error(&func.name, line.stage, d, rule));
             }
         }
     }
     Ok(())
 }
 
-fn directive_error(func: &str, stage: StageRef, d: &Directive, rule: Rule) -> ScheduleError {
+pub(super) fn directive_error(
+    func: &str,
+    stage: StageRef,
+    d: &Directive,
+    rule: Rule,
+) -> ScheduleError {
     ScheduleError::Directive {
         func: func.to_string(),
         stage,
@@ -456,6 +524,46 @@ fn func_stage_loops(
             )
         })
         .collect()
+}
+
+/// The buffer order `reorder_storage` asks for (each directive reorders the dimensions it
+/// names among their current places, as `reorder` does loops), as positions in `func.vars`.
+fn storage_order(
+    pipeline: &Pipeline,
+    func: &Func,
+    schedule: &Schedule,
+) -> Result<Vec<usize>, ScheduleError> {
+    let mut order: Vec<usize> = (0..func.vars.len()).collect();
+    for d in schedule.directives(&func.name, StageRef::Pure) {
+        let Directive::ReorderStorage(vars) = d else {
+            continue;
+        };
+        let fail = |rule| directive_error(&func.name, StageRef::Pure, d, rule);
+        if func.name == pipeline.output.name {
+            return Err(fail(Rule::StorageOfOutput));
+        }
+        let mut wanted = Vec::new();
+        for var in vars {
+            let position = (func.vars.iter().position(|v| v == var)).ok_or_else(|| {
+                fail(Rule::UnknownDimension {
+                    var: var.clone(),
+                    dims: func.vars.clone(),
+                })
+            })?;
+            if wanted.contains(&position) {
+                return Err(fail(Rule::ReorderRepeats { var: var.clone() }));
+            }
+            wanted.push(position);
+        }
+        let mut slots: Vec<usize> = (0..order.len())
+            .filter(|&i| wanted.contains(&order[i]))
+            .collect();
+        slots.sort_unstable();
+        for (slot, position) in slots.into_iter().zip(wanted) {
+            order[slot] = position;
+        }
+    }
+    Ok(order)
 }
 
 /// Pure functions are inlined; the output and functions with updates are computed at root.
@@ -535,7 +643,10 @@ fn check_inline_has_no_loops(
 ) -> Result<(), ScheduleError> {
     for (name, _) in funcs.iter().filter(|(_, p)| p.compute == Placement::Inline) {
         let directives = schedule.directives(name, StageRef::Pure);
-        if let Some(d) = directives.into_iter().find(|d| !d.is_placement()) {
+        // A wrap only redirects the function's reads; an inlined consumer may have one.
+        let shapes_storage_or_loops =
+            |d: &&Directive| !d.is_placement() && !matches!(d, Directive::Wrap { .. });
+        if let Some(d) = directives.into_iter().find(shapes_storage_or_loops) {
             return Err(directive_error(
                 name,
                 StageRef::Pure,
