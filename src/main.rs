@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use strata::scheduler::schedule::text::parse_schedule;
-use strata::{Pipeline, Schedule, Sizes};
+use strata::{Backend, Pipeline, Schedule, Sizes};
 
 #[derive(Parser)]
 #[command(
@@ -44,6 +44,9 @@ enum Command {
         /// Sizes to fix, e.g. `H=256,W=256`; the loop nest is simplified for them.
         #[arg(long)]
         shape: Option<String>,
+        /// The code generator, for the stages `ir`, `clif` and `asm`.
+        #[arg(long, value_enum, default_value_t = BackendArg::Cranelift)]
+        backend: BackendArg,
     },
     /// Compile a kernel for a shape, run it on seeded random inputs, check the answer against
     /// the reference evaluator and time it.
@@ -77,6 +80,9 @@ enum Command {
         /// The tuning database (for `--schedule best`; default `STRATA_DB` or `strata.db`).
         #[arg(long)]
         db: Option<PathBuf>,
+        /// The code generator (`--schedule best` takes the winner tuned with it).
+        #[arg(long, value_enum, default_value_t = BackendArg::Cranelift)]
+        backend: BackendArg,
     },
     /// Search for a fast schedule, measuring candidates on this CPU and recording every result
     /// in the tuning database.
@@ -115,6 +121,10 @@ enum Command {
         /// The tuning database (default `STRATA_DB` or `strata.db`).
         #[arg(long)]
         db: Option<PathBuf>,
+        /// The code generator every candidate is compiled with (its results are kept apart
+        /// from other backends': the winner is per backend).
+        #[arg(long, value_enum, default_value_t = BackendArg::Cranelift)]
+        backend: BackendArg,
     },
     /// Print what the tuning database holds: per kernel and shape, the default and best times,
     /// speedup, throughput, trials, failures and the winning schedule.
@@ -139,8 +149,8 @@ enum Command {
         #[arg(long, global = true)]
         db: Option<PathBuf>,
     },
-    /// Measure this machine's roofline: the f32x4/f32 fma peak of Cranelift code and copy
-    /// bandwidth.
+    /// Measure this machine's roofline: the fma peak of each backend built in (Cranelift's
+    /// f32x4 and f32; LLVM's xmm, ymm and zmm vectors) and copy bandwidth.
     Roofline {
         /// Print JSON instead of text.
         #[arg(long)]
@@ -181,17 +191,53 @@ impl Strategy {
     }
 }
 
-/// The rungs `strata lower` can print. The Cranelift rungs (clif, asm) arrive with the JIT.
+/// The rungs `strata lower` can print.
 #[derive(Clone, Copy, PartialEq, ValueEnum)]
 enum Stage {
     /// The Pipeline: typed pure functions, before any schedule.
     High,
     /// The loop nest a schedule lowers to.
     Loops,
-    /// The Cranelift IR of the compiled kernel.
+    /// The IR the backend compiles (Cranelift IR, or LLVM IR with `--backend llvm`).
+    Ir,
+    /// The Cranelift IR of the compiled kernel (`--stage ir` with Cranelift).
     Clif,
-    /// The machine code of the compiled kernel (Cranelift's listing).
+    /// The machine code of the compiled kernel.
     Asm,
+}
+
+/// The code generators `--backend` names.
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum BackendArg {
+    /// Cranelift: always built; 128-bit vectors, compiles in milliseconds.
+    Cranelift,
+    /// LLVM 19: vectors as wide as the CPU has (AVX2, AVX-512); needs strata built with the
+    /// cargo feature `llvm`.
+    Llvm,
+}
+
+impl BackendArg {
+    /// The backend this names.
+    fn backend(self) -> Backend {
+        match self {
+            BackendArg::Cranelift => Backend::Cranelift,
+            BackendArg::Llvm => Backend::Llvm,
+        }
+    }
+
+    /// The backend, or, when this build lacks it, the error saying how to get one that has it.
+    fn built(self) -> Result<Backend, String> {
+        let backend = self.backend();
+        if backend.is_built() {
+            return Ok(backend);
+        }
+        Err(format!(
+            "error: this strata was built without the {backend} backend. It needs LLVM 19 \
+             (Debian/Ubuntu: apt-get install llvm-19-dev libpolly-19-dev libzstd-dev); then \
+             build strata with it: cargo install --path . --features {backend} (or cargo \
+             build --release --features {backend})"
+        ))
+    }
 }
 
 /// The stack every command runs on. Lowering runs on its own large stack (see
@@ -225,12 +271,14 @@ fn run_command_line() -> ExitCode {
             stage,
             schedule,
             shape,
+            backend,
         } => lower_command(
             &file,
             kernel.as_deref(),
             stage,
             schedule.as_deref(),
             shape.as_deref(),
+            backend,
         ),
         Command::Run {
             file,
@@ -243,12 +291,14 @@ fn run_command_line() -> ExitCode {
             no_check,
             json,
             db,
-        } => {
+            backend,
+        } => backend.built().and_then(|backend| {
             let settings = run::RunSettings {
                 threads: threads.unwrap_or_else(default_threads),
                 seed,
                 min_time: std::time::Duration::from_secs_f64(min_time),
                 check: !no_check,
+                backend,
             };
             let db = db.unwrap_or_else(strata::tuner::tune::default_db_path);
             run_command(
@@ -260,7 +310,7 @@ fn run_command_line() -> ExitCode {
                 json,
                 &db,
             )
-        }
+        }),
         Command::Tune {
             file,
             kernel,
@@ -273,7 +323,8 @@ fn run_command_line() -> ExitCode {
             min_time,
             timeout,
             db,
-        } => {
+            backend,
+        } => backend.built().and_then(|backend| {
             let settings = tuning::TuneSettings {
                 trials,
                 time,
@@ -282,10 +333,11 @@ fn run_command_line() -> ExitCode {
                 threads: threads.unwrap_or_else(default_threads),
                 min_time,
                 timeout,
+                backend,
             };
             let db = db.unwrap_or_else(strata::tuner::tune::default_db_path);
             tune_command(&file, kernel.as_deref(), &shape, &settings, &db)
-        }
+        }),
         Command::Report {
             kernel,
             json,
@@ -351,6 +403,7 @@ fn lower_command(
     stage: Stage,
     schedule: Option<&str>,
     shape: Option<&str>,
+    backend: BackendArg,
 ) -> Result<(), String> {
     let kernels = load(file)?;
     let chosen = pick_kernel(&kernels, kernel, file)?;
@@ -367,16 +420,22 @@ fn lower_command(
     if stage == Stage::Loops {
         return print_out(&lowered.to_string());
     }
+    let backend = backend.built()?;
+    if stage == Stage::Clif && backend != Backend::Cranelift {
+        return Err(format!(
+            "error: --stage clif prints Cranelift IR; the {backend} backend's IR is --stage ir"
+        ));
+    }
     let options = strata::CodegenOptions {
+        backend,
         keep_text: true,
         ..Default::default()
     };
     let compiled =
         strata::CompiledKernel::new(&lowered, &options).map_err(|e| format!("error: {e}"))?;
-    let texts = if stage == Stage::Clif {
-        compiled.clif()
-    } else {
-        compiled.asm()
+    let texts = match stage {
+        Stage::Asm => compiled.asm(),
+        _ => compiled.ir(),
     };
     print_out(&texts.join("\n"))
 }
@@ -433,7 +492,8 @@ fn run_command(
     let sizes = run::complete_shape(chosen, &parse_shape(shape)?)?;
     let schedule = match schedule {
         Some("best") => {
-            let text = tuning::best_schedule(db, chosen, &sizes, settings.threads)?;
+            let text =
+                tuning::best_schedule(db, chosen, &sizes, settings.threads, settings.backend)?;
             parse_schedule(&text).map_err(|d| d.to_string())?
         }
         other => read_schedule(other)?,
@@ -465,6 +525,7 @@ fn json_text(
         "kernel": kernel.name,
         "shape": sizes,
         "threads": settings.threads,
+        "backend": settings.backend.name(),
         "schedule": schedule.to_string(),
         "runs": m.runs,
         "median_s": m.median.as_secs_f64(),
@@ -506,10 +567,11 @@ fn report_text(
         None => format!("throughput: {:.2} GB/s", m.gbps()),
     };
     let title = format!(
-        "{} {} threads {}",
+        "{} {} threads {} backend {}",
         kernel.name,
         shape.join(","),
-        settings.threads
+        settings.threads,
+        settings.backend
     );
     [title, answer, time, throughput].join("\n")
 }

@@ -30,6 +30,8 @@ pub struct RunSettings {
     pub seed: u64,
     pub min_time: Duration,
     pub check: bool,
+    /// The code generator (one this build has).
+    pub backend: strata::Backend,
 }
 
 /// Every size bound by `shape`, or the error naming the one that is not.
@@ -56,7 +58,12 @@ pub fn measure(
     // The shapes are checked (and the inputs made) before anything is compiled.
     let args = random_args(pipeline, sizes, &mut StdRng::seed_from_u64(settings.seed))
         .map_err(|e| format!("error: {e}"))?;
-    let kernel = strata::compile(pipeline, schedule, sizes).map_err(|e| format!("error: {e}"))?;
+    let options = strata::CodegenOptions {
+        backend: settings.backend,
+        ..Default::default()
+    };
+    let kernel = strata::compile_with(pipeline, schedule, sizes, &options)
+        .map_err(|e| format!("error: {e}"))?;
     let first = kernel
         .run(&args, settings.threads)
         .map_err(|e| format!("error: {e}"))?;

@@ -22,6 +22,8 @@ pub struct TuneSettings {
     pub min_time: f64,
     /// Seconds a candidate may take before its worker is killed.
     pub timeout: f64,
+    /// The code generator of every candidate (one this build has).
+    pub backend: strata::Backend,
 }
 
 pub fn tune(
@@ -57,6 +59,7 @@ pub fn tune(
         min_time: Duration::from_secs_f64(settings.min_time),
         timeout,
         worker: WorkerCommand::current_exe().map_err(|e| format!("error: {e}"))?,
+        backend: settings.backend,
         stop,
         progress: true,
     };
@@ -122,11 +125,12 @@ fn text_entry(e: &ReportEntry) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "kernel {} ({})  shape {}  target {}",
+        "kernel {} ({})  shape {}  target {}  backend {}",
         printable(&e.key.kernel_name),
         printable(short_hash(&e.key.kernel_hash)),
         printable(&e.key.shape),
-        e.key.target
+        e.key.target,
+        printable(&e.key.backend)
     );
     let _ = writeln!(s, "  default schedule: {}", ms(e.default_median_s));
     let speedup = e.speedup.map_or("-".into(), |x| format!("{x:.2}x"));
@@ -227,8 +231,8 @@ fn kernel_of(source: &str, name: &str, hash: &str) -> Result<Pipeline, String> {
 fn html_page(entries: &[ReportEntry], nests: &[String]) -> String {
     let mut page = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>strata tuning report</title><style>body{font-family:sans-serif;margin:2em}pre{background:#f4f4f4;padding:1em}svg{border:1px solid #ccc;margin-right:1em}</style></head><body><h1>strata tuning report</h1>");
     for (e, nest) in entries.iter().zip(nests) {
-        let _ = write!(page, "<h2>{} &mdash; {}</h2><p>target {}<br>default {}, best {}, speedup {}, {}<br>trials {}, runs {}</p>",
-            escape(&e.key.kernel_name), escape(&e.key.shape), escape(&e.key.target.to_string()), ms(e.default_median_s), ms(e.best_median_s),
+        let _ = write!(page, "<h2>{} &mdash; {}</h2><p>target {}, backend {}<br>default {}, best {}, speedup {}, {}<br>trials {}, runs {}</p>",
+            escape(&e.key.kernel_name), escape(&e.key.shape), escape(&e.key.target.to_string()), escape(&e.key.backend), ms(e.default_median_s), ms(e.best_median_s),
             e.speedup.map_or("-".into(), |x| format!("{x:.2}x")), throughput(e), e.trials, e.runs);
         page.push_str(&best_so_far_svg(&e.series));
         page.push_str(&histogram_svg(&e.series));
@@ -345,6 +349,7 @@ pub fn import(db_path: &Path, input: &Path) -> Result<(), String> {
             kernel_of(&run.start.kernel_source, &key.kernel_name, &key.kernel_hash)
         });
         let kernel = kernel.as_ref().map_err(|why| printable(why).into_owned())?;
+        known_backend(&key.backend)?;
         strata::tuner::tune::checked_schedule(kernel, &m.schedule)
             .map(|_| ())
             .map_err(|why| printable(&why).into_owned())
@@ -356,17 +361,35 @@ pub fn import(db_path: &Path, input: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The database's best winning schedule for a kernel at a shape on this machine (one that
-/// fits the kernel: others are skipped with a warning), as text; the default schedule,
-/// with a warning, when no stored winner fits.
+/// Refuses a record of a backend this strata does not know (a typo or a newer strata's):
+/// nothing could ever use it, and a report would list it as if it could. A known backend
+/// this build lacks is fine: another build of the same strata uses its records.
+fn known_backend(name: &str) -> Result<(), String> {
+    match strata::Backend::from_name(name) {
+        Some(_) => Ok(()),
+        None => {
+            let known: Vec<&str> = strata::Backend::ALL.iter().map(|b| b.name()).collect();
+            Err(format!(
+                "its backend `{}` is none strata knows ({})",
+                printable(name),
+                known.join(", ")
+            ))
+        }
+    }
+}
+
+/// The database's best winning schedule for a kernel at a shape on this machine with
+/// `backend` (one that fits the kernel: others are skipped with a warning), as text; the
+/// default schedule, with a warning, when no stored winner fits.
 pub fn best_schedule(
     db_path: &Path,
     kernel: &Pipeline,
     sizes: &Sizes,
     threads: usize,
+    backend: strata::Backend,
 ) -> Result<String, String> {
     let db = Db::open_read_only(db_path).map_err(|e| format!("error: {e}"))?;
-    let key = strata::tuner::tune::tuning_key(kernel, sizes, threads);
+    let key = strata::tuner::tune::tuning_key(kernel, sizes, threads, backend);
     let usable = strata::tuner::tune::usable_winner(&db, kernel, &key)
         .map_err(|miss| format!("error: no tuned schedule: {miss}"))?;
     for why in &usable.skipped {

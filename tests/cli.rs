@@ -582,3 +582,176 @@ fn an_update_reading_its_output_outside_it_is_a_check_error() {
         message,
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// `--backend`: which code generator compiles (Cranelift always; LLVM with the feature `llvm`).
+
+const SCALE: &str = "kernel scale(X: f32[N], alpha: f32) -> Y: f32[N] { Y(i) = alpha * X(i); }";
+
+/// `strata run` of the scale kernel with `extra` arguments, as JSON; it must succeed.
+fn run_scale_json(test: &str, extra: &[&str]) -> serde_json::Value {
+    let scale = kernel_file(test, "scale", SCALE);
+    let mut args = vec![
+        scale.to_str().unwrap(),
+        "--shape",
+        "N=1000",
+        "--min-time",
+        "0",
+    ];
+    args.extend(["--threads", "1", "--json"]);
+    args.extend(extra);
+    let out = strata(&[&["run"], args.as_slice()].concat());
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {stderr}");
+    serde_json::from_str(text(&out.stdout).trim()).expect("one JSON object")
+}
+
+#[test]
+fn every_compiling_command_lists_the_backends() {
+    for command in ["run", "tune", "lower"] {
+        let help = text(&strata(&[command, "--help"]).stdout);
+        assert!(help.contains("--backend <BACKEND>"), "{command}: {help}");
+        assert!(
+            help.contains("[default: cranelift]") && help.contains("llvm:"),
+            "{command}: {help}"
+        );
+    }
+    let out = strata(&["run", "x.strata", "--shape", "N=1", "--backend", "gcc"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unknown backend is a usage error"
+    );
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("[possible values: cranelift, llvm]"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn run_names_the_backend_it_compiled_with() {
+    let cranelift = run_scale_json(
+        "backend-run",
+        &["--schedule", "Y: vectorize(i, 8)", "--backend", "cranelift"],
+    );
+    assert_eq!(cranelift["backend"], "cranelift", "{cranelift}");
+    assert_eq!(cranelift["correct"], true, "{cranelift}");
+    let default = run_scale_json("backend-run-default", &[]);
+    assert_eq!(default["backend"], "cranelift", "{default}");
+}
+
+/// `--stage ir` prints the chosen backend's IR: Cranelift IR by default, what `--stage clif`
+/// prints.
+#[test]
+fn lower_stage_ir_prints_the_backend_ir() {
+    let scale = kernel_file("backend-ir", "scale", SCALE);
+    let scale = scale.to_str().unwrap();
+    let lower = |stage: &str| {
+        let schedule = "Y: vectorize(i, 8)";
+        let out = strata(&["lower", scale, "--stage", stage, "--schedule", schedule]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let ir = lower("ir");
+    assert!(ir.contains("function ") && ir.contains("f32x4"), "{ir}");
+    assert_eq!(ir, lower("clif"));
+    assert!(!lower("asm").is_empty());
+}
+
+/// Asking a build without LLVM for it is an error saying how to build it, before anything is
+/// read, compiled or written.
+#[cfg(not(feature = "llvm"))]
+#[test]
+fn llvm_without_the_feature_says_how_to_get_it() {
+    let scale = kernel_file("backend-missing", "scale", SCALE);
+    let scale = scale.to_str().unwrap();
+    let db = scratch("backend-missing").join("never.db");
+    let db = db.to_str().unwrap();
+    let commands: [&[&str]; 4] = [
+        &["run", scale, "--shape", "N=8", "--backend", "llvm"],
+        &[
+            "tune",
+            scale,
+            "--shape",
+            "N=8",
+            "--backend",
+            "llvm",
+            "--db",
+            db,
+        ],
+        &["lower", scale, "--stage", "ir", "--backend", "llvm"],
+        &["lower", scale, "--stage", "asm", "--backend", "llvm"],
+    ];
+    for args in commands {
+        refused(
+            args,
+            "error: this strata was built without the llvm backend",
+        );
+        let stderr = text(&strata(args).stderr);
+        assert!(stderr.contains("LLVM 19"), "{stderr}");
+        assert!(
+            stderr.contains("cargo install --path . --features llvm"),
+            "{stderr}"
+        );
+    }
+    assert!(
+        !std::path::Path::new(db).exists(),
+        "tune created its database"
+    );
+}
+
+#[cfg(feature = "llvm")]
+#[test]
+fn llvm_runs_lowers_and_tunes() {
+    let wide = run_scale_json(
+        "llvm-run",
+        &["--schedule", "Y: vectorize(i, 32)", "--backend", "llvm"],
+    );
+    assert_eq!(wide["backend"], "llvm", "{wide}");
+    assert_eq!(wide["correct"], true, "{wide}");
+    let scale = kernel_file("llvm-lower", "scale", SCALE);
+    let scale = scale.to_str().unwrap();
+    let out = strata(&["lower", scale, "--stage", "ir", "--backend", "llvm"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("define "),
+        "{}",
+        text(&out.stdout)
+    );
+    refused(
+        &["lower", scale, "--stage", "clif", "--backend", "llvm"],
+        "the llvm backend's IR is --stage ir",
+    );
+    let db = scratch("llvm-tune").join("tune.db");
+    let _ = std::fs::remove_file(&db);
+    let db = db.to_str().unwrap();
+    let quick = ["--min-time", "0.005", "--threads", "1", "--trials", "2"];
+    let tune = [
+        &["tune", scale, "--shape", "N=4096", "--backend", "llvm"],
+        &quick[..],
+    ];
+    let out = strata(&[&tune.concat()[..], &["--db", db]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("backend llvm"),
+        "{}",
+        text(&out.stdout)
+    );
+    let best = [
+        "run",
+        scale,
+        "--shape",
+        "N=4096",
+        "--schedule",
+        "best",
+        "--db",
+        db,
+    ];
+    let out = strata(&[&best[..], &["--backend", "llvm", "--min-time", "0"]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    refused(
+        &[&best[..], &["--min-time", "0"]].concat(),
+        "is not tuned with the cranelift backend; tuned only with: llvm",
+    );
+}

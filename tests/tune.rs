@@ -845,6 +845,41 @@ fn run_schedule_best_runs_the_winner() {
     );
 }
 
+/// The backend is part of what a tune records: the report shows it, the export carries it, and
+/// `run --schedule best` with another backend never takes its winner.
+#[test]
+fn a_tune_records_its_backend_and_winners_stay_with_it() {
+    let db = tuned_matmul("backend");
+    let entries = report(db.path());
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].key.backend, "cranelift");
+    let text = succeed(strata().args(["report", "--db"]).arg(db.path()));
+    assert!(text.contains("  backend cranelift\n"), "{text}");
+    let exported = export_lines(db.path());
+    assert!(
+        exported
+            .iter()
+            .filter(|l| l["record"] == "run")
+            .all(|l| l["start"]["key"]["backend"] == "cranelift"),
+        "{exported:?}"
+    );
+    let (_, value) = run_best_json(db.path());
+    assert_eq!(value["backend"], "cranelift", "{value}");
+    let mut llvm_best = strata();
+    llvm_best
+        .arg("run")
+        .arg(kernel_file(MATMUL))
+        .args(["--shape", MATMUL_32, "--schedule", "best", "--threads", "1"])
+        .args(["--min-time", "0.01", "--backend", "llvm", "--db"])
+        .arg(db.path());
+    let message = if cfg!(feature = "llvm") {
+        "is not tuned with the llvm backend; tuned only with: cranelift"
+    } else {
+        "built without the llvm backend"
+    };
+    fail(&mut llvm_best, message);
+}
+
 #[test]
 fn html_report_has_plots_the_winner_and_its_loop_nest() {
     let db = TempDb::new("html");
@@ -1315,6 +1350,14 @@ fn import_refuses_records_it_cannot_trust() {
         .replace("A(i, k) * B(k, j)", "A(i, k) + B(k, j)");
     changed[run_line]["start"]["kernel_source"] = source.into();
     assert_import_refused(&db, &changed, "is not the hash of its kernel source");
+    // A run of a backend strata does not know.
+    let mut changed = lines.clone();
+    changed[run_line]["start"]["key"]["backend"] = "gcc".into();
+    assert_import_refused(
+        &db,
+        &changed,
+        "its backend `gcc` is none strata knows (cranelift, llvm)",
+    );
     // The untouched export imports.
     let file = db.sibling("jsonl");
     let body: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
@@ -1420,7 +1463,12 @@ fn only_unusable_winners_fall_back_to_the_default_schedule() {
         let store = Db::open(db.path()).unwrap();
         store
             .start_run(&strata::tuning_db::NewRun {
-                key: strata::tuner::tune::tuning_key(&kernel, &sizes, 1),
+                key: strata::tuner::tune::tuning_key(
+                    &kernel,
+                    &sizes,
+                    1,
+                    strata::Backend::Cranelift,
+                ),
                 kernel_source: source.clone(),
                 strata_version: "0.1.0".into(),
                 strategy: "random".into(),
@@ -1458,6 +1506,7 @@ fn database_with(db: &Path, name: &str, hash: &str, cpu_model: &str, schedule: &
             features: "avx2".into(),
             threads: 1,
         },
+        backend: "cranelift".into(),
     };
     let run = store
         .start_run(&strata::tuning_db::NewRun {

@@ -4,10 +4,12 @@
 //! rank many unmeasured candidates well enough to measure the promising ones first (the role of
 //! Ansor's and Adams2019's models).
 
-use crate::space::{Genome, Place, FACTORS, UNROLLS, WIDTHS};
+use crate::space::{width_at, Genome, Place, FACTORS, UNROLLS, WIDTHS};
 
-/// A genome's features, always the same length for one space.
-pub fn features(g: &Genome) -> Vec<f64> {
+/// A genome's features, always the same length for one space; `widths` is the space's table
+/// of vector widths (the width is a fraction of its widest, so 1.0 is the widest vector).
+pub fn features(g: &Genome, widths: &[u32]) -> Vec<f64> {
+    let widest = f64::from(widths.iter().copied().max().unwrap_or(0).max(1));
     let mut f = vec![1.0];
     for p in &g.places {
         let (inline, root, depth) = match p {
@@ -24,7 +26,7 @@ pub fn features(g: &Genome) -> Vec<f64> {
                 .map(|&i| (FACTORS[i as usize % FACTORS.len()] as f64).log2()),
         );
         f.push(s.reduction_outside as u8 as f64);
-        f.push(WIDTHS[s.vector as usize % WIDTHS.len()] as f64 / 16.0);
+        f.push(f64::from(width_at(widths, s.vector)) / widest);
         f.push((UNROLLS[s.unroll as usize % UNROLLS.len()] as f64).log2());
         f.push(s.parallel as u8 as f64);
         f.push(s.vector_reduction as u8 as f64);
@@ -34,23 +36,41 @@ pub fn features(g: &Genome) -> Vec<f64> {
 }
 
 /// Ridge regression `y ~ w . x`.
-#[derive(Default)]
 pub struct Model {
+    /// The space's vector widths, which the genomes' width genes index.
+    widths: Vec<u32>,
     xs: Vec<Vec<f64>>,
     ys: Vec<f64>,
     weights: Option<Vec<f64>>,
+}
+
+impl Default for Model {
+    /// A model of genomes of a Cranelift space (widths `WIDTHS`).
+    fn default() -> Model {
+        Model::for_widths(WIDTHS.to_vec())
+    }
 }
 
 /// How strongly weights are pulled to zero (features are O(1)).
 const RIDGE: f64 = 1.0;
 
 impl Model {
+    /// An untrained model of genomes whose width genes index `widths`.
+    pub fn for_widths(widths: Vec<u32>) -> Model {
+        Model {
+            widths,
+            xs: Vec::new(),
+            ys: Vec::new(),
+            weights: None,
+        }
+    }
+
     /// Adds a measurement (seconds) and refits.
     pub fn observe(&mut self, g: &Genome, seconds: f64) {
         if !(seconds > 0.0 && seconds.is_finite()) {
             return;
         }
-        self.xs.push(features(g));
+        self.xs.push(features(g, &self.widths));
         self.ys.push(seconds.ln());
         self.weights = fit(&self.xs, &self.ys);
     }
@@ -58,7 +78,13 @@ impl Model {
     /// Predicted log(seconds); `None` before any training.
     pub fn predict(&self, g: &Genome) -> Option<f64> {
         let w = self.weights.as_ref()?;
-        Some(features(g).iter().zip(w).map(|(x, w)| x * w).sum())
+        Some(
+            features(g, &self.widths)
+                .iter()
+                .zip(w)
+                .map(|(x, w)| x * w)
+                .sum(),
+        )
     }
 
     pub fn samples(&self) -> usize {

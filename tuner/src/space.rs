@@ -6,20 +6,31 @@
 //! loop is parallel. `seeds` gives rule-made starting points. `schedule` turns a genome into a
 //! legal `Schedule` (or `None` when validation refuses it); equal schedules are recognised by
 //! the hash of their canonical text.
+//!
+//! The vector widths depend on the backend that compiles the candidates: Cranelift's are fixed
+//! (`WIDTHS`: one to four of its 128-bit registers of f32), LLVM's follow the host's native
+//! registers (`vector_widths`: up to two of them, so 32 f32 lanes with AVX-512), and the
+//! stage templates of the seeds scale with the native width.
 
 use rand::seq::IndexedRandom;
 use rand::Rng;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use strata_dsl::ir::{Expr, Pipeline};
+use strata_dsl::ir::{Expr, InputKind, Pipeline};
+use strata_dsl::Dtype;
+use strata_jit::Backend;
 use strata_scheduler::lower::lift_reductions::{lift_reductions, Lifted};
 use strata_scheduler::schedule::validate::{effective_consumers, validate, FuncPlan, Placement};
 use strata_scheduler::schedule::{Directive, LoopLevel, Schedule, StageRef};
 
 /// Split factors a gene can pick (1: no split).
 pub const FACTORS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
-/// Vector widths (0: scalar).
+/// Cranelift's vector widths (0: scalar): its 128-bit registers hold 4 f32, so 1 to 4 of them.
 pub const WIDTHS: [u32; 4] = [0, 4, 8, 16];
+/// The narrowest vector LLVM's space offers: one 128-bit register of f32.
+const MIN_LLVM_WIDTH: u32 = 4;
+/// The widest vector any space offers: the scheduler's limit on a vector's lanes.
+const MAX_WIDTH: u32 = strata_scheduler::schedule::loops::MAX_LANES as u32;
 /// Unroll factors (1: none).
 pub const UNROLLS: [u32; 4] = [1, 2, 4, 8];
 
@@ -38,7 +49,7 @@ pub struct StageGenes {
     /// An index into `FACTORS` per dimension: pure dimensions first, then reduction ones.
     pub split: Vec<u8>,
     pub reduction_outside: bool,
-    /// An index into `WIDTHS`.
+    /// An index into the space's `widths`.
     pub vector: u8,
     /// An index into `UNROLLS`.
     pub unroll: u8,
@@ -70,7 +81,7 @@ pub struct StageShape {
     pub reduction: Vec<String>,
 }
 
-/// The space of one pipeline.
+/// The space of one pipeline, for one backend.
 pub struct Space {
     pub lifted: Lifted,
     /// Functions in consumers-first order.
@@ -80,10 +91,27 @@ pub struct Space {
         bool, /* is output */
     )>,
     pub stages: Vec<StageShape>,
+    /// The backend the candidates are compiled with.
+    pub backend: Backend,
+    /// How many lanes of the kernel's widest element type one vector register of the backend
+    /// holds on this host.
+    pub native_lanes: u32,
+    /// The vector widths a stage may pick (0: scalar), ascending; `StageGenes::vector`
+    /// indexes it.
+    pub widths: Vec<u32>,
+    /// The rules the seeds apply to every stage, for these widths.
+    templates: Vec<Template>,
 }
 
 impl Space {
+    /// The space of `pipeline` compiled with Cranelift.
     pub fn new(pipeline: &Pipeline) -> Space {
+        Space::for_backend(pipeline, Backend::Cranelift)
+    }
+
+    /// The space of `pipeline` compiled with `backend` on this host: its vector widths and
+    /// seed templates follow the backend's native vector of the kernel's widest element type.
+    pub fn for_backend(pipeline: &Pipeline, backend: Backend) -> Space {
         let lifted = lift_reductions(pipeline);
         let out = lifted.pipeline.output.name.clone();
         let order: Vec<_> = lifted
@@ -122,10 +150,17 @@ impl Space {
                 });
             }
         }
+        let native_lanes = u32::from(backend.native_lanes(widest_dtype(pipeline))).max(1);
+        let widths = vector_widths(backend, native_lanes);
+        let templates = templates(native_lanes, &widths);
         Space {
             lifted,
             funcs,
             stages,
+            backend,
+            native_lanes,
+            widths,
+            templates,
         }
     }
 
@@ -169,7 +204,7 @@ impl Space {
             (Place::Inline, Place::At(0)),
         ];
         let (mut out, mut hashes) = (Vec::new(), std::collections::HashSet::new());
-        for template in TEMPLATES {
+        for &template in &self.templates {
             for (pure, reducing) in placements {
                 let mut g = self.default_genome();
                 for (slot, (_, has_updates, _)) in g.places.iter_mut().zip(&self.funcs) {
@@ -179,7 +214,8 @@ impl Space {
                     continue;
                 }
                 for (s, shape) in self.stages.iter().enumerate() {
-                    let before = std::mem::replace(&mut g.stages[s], template.genes(shape));
+                    let genes = template.genes(shape, &self.widths);
+                    let before = std::mem::replace(&mut g.stages[s], genes);
                     if self.schedule(&g).is_none() {
                         g.stages[s] = before;
                     }
@@ -200,7 +236,7 @@ impl Space {
             g.places[i] = random_place(self.funcs[i].1, rng);
         }
         for (genes, shape) in g.stages.iter_mut().zip(&self.stages) {
-            *genes = random_stage(shape, rng);
+            *genes = random_stage(shape, self.widths.len(), rng);
         }
         g
     }
@@ -222,7 +258,7 @@ impl Space {
                 genes.split[d] = rng.random_range(0..FACTORS.len() as u8);
             }
             1 => genes.reduction_outside = !genes.reduction_outside,
-            2 => genes.vector = rng.random_range(0..WIDTHS.len() as u8),
+            2 => genes.vector = rng.random_range(0..self.widths.len() as u8),
             3 => genes.unroll = rng.random_range(0..UNROLLS.len() as u8),
             4 => genes.vector_reduction = !genes.vector_reduction,
             5 => genes.unroll_reduction = !genes.unroll_reduction,
@@ -267,7 +303,7 @@ impl Space {
             if place != Some(Place::Inline) {
                 for (shape, genes) in self.stages.iter().zip(&g.stages) {
                     if &shape.func == name {
-                        for d in stage_directives(shape, genes) {
+                        for d in stage_directives(shape, genes, &self.widths) {
                             schedule
                                 .stage(&shape.func, shape.stage)
                                 .directives_mut()
@@ -388,35 +424,94 @@ enum Template {
     },
 }
 
-const TEMPLATES: [Template; 5] = [
-    Template::Vector {
-        width: 8,
-        reductions: true,
-    },
-    Template::Vector {
-        width: 16,
-        reductions: true,
-    },
-    Template::Vector {
-        width: 8,
-        reductions: false,
-    },
-    Template::Tile {
-        rows: 4,
-        cols: 8,
-        width: 8,
-        register: true,
-    },
-    Template::Tile {
-        rows: 16,
-        cols: 64,
-        width: 16,
-        register: false,
-    },
-];
+/// The seeds' templates for vectors of `native` lanes per register, using only `widths`.
+/// "Two registers" (`pair`) is the width of the main templates and of the register tile's
+/// columns: a 4-row tile then keeps 8 vector accumulators, enough independent fma chains to
+/// hide the latency on either backend. The second vector template is the widest other width,
+/// and the stencil tile uses the widest. For Cranelift (4 lanes, widths up to 16) these are
+/// the templates strata always had: vectorize 8 and 16, a 4x8 register tile, a 16x64 tile
+/// vectorized 16 wide.
+fn templates(native: u32, widths: &[u32]) -> Vec<Template> {
+    let widest = widths.iter().copied().max().unwrap_or(0);
+    let pair = widths
+        .iter()
+        .copied()
+        .filter(|&w| w <= native.saturating_mul(2))
+        .max()
+        .unwrap_or(widest);
+    let other = widths
+        .iter()
+        .copied()
+        .filter(|&w| w > 0 && w != pair)
+        .max()
+        .unwrap_or(pair);
+    vec![
+        Template::Vector {
+            width: pair,
+            reductions: true,
+        },
+        Template::Vector {
+            width: other,
+            reductions: true,
+        },
+        Template::Vector {
+            width: pair,
+            reductions: false,
+        },
+        Template::Tile {
+            rows: 4,
+            cols: pair,
+            width: pair,
+            register: true,
+        },
+        Template::Tile {
+            rows: 16,
+            cols: 64,
+            width: widest,
+            register: false,
+        },
+    ]
+}
+
+/// The vector widths (0 first: scalar) of `backend`'s space when its registers hold `native`
+/// lanes. Cranelift keeps `WIDTHS` whatever the type (its candidates stay those it always
+/// had). LLVM gets every power of two from a quarter register (at least `MIN_LLVM_WIDTH`) to
+/// two registers (at least 16, at most the scheduler's `MAX_WIDTH`): 4, 8, 16, 32 for f32 on
+/// AVX-512; 4, 8, 16 for f32 on AVX2 or SSE.
+pub fn vector_widths(backend: Backend, native: u32) -> Vec<u32> {
+    if backend == Backend::Cranelift {
+        return WIDTHS.to_vec();
+    }
+    let lo = (native / 4).max(MIN_LLVM_WIDTH);
+    // MAX_WIDTH (64) is above 16, so `clamp` cannot panic.
+    let hi = native.saturating_mul(2).clamp(16, MAX_WIDTH);
+    let mut widths = vec![0];
+    let mut w = lo.next_power_of_two();
+    while w <= hi {
+        widths.push(w);
+        w *= 2;
+    }
+    widths
+}
+
+/// The widest element type `pipeline` computes or reads: it takes the most registers per
+/// vector, so it decides how many lanes fit in one.
+fn widest_dtype(pipeline: &Pipeline) -> Dtype {
+    let buffers = pipeline
+        .inputs
+        .iter()
+        .filter(|i| matches!(i.kind, InputKind::Buffer { .. }))
+        .map(|i| i.dtype);
+    let funcs = pipeline.funcs.iter().map(|f| f.dtype);
+    buffers
+        .chain(funcs)
+        .max_by_key(|d| d.bytes())
+        .unwrap_or(Dtype::F32)
+}
 
 impl Template {
-    fn genes(self, shape: &StageShape) -> StageGenes {
+    /// The genes this template gives `shape`, with widths as indices into `widths`.
+    fn genes(self, shape: &StageShape, widths: &[u32]) -> StageGenes {
         let (pure, dims) = (shape.pure.len(), shape.pure.len() + shape.reduction.len());
         let mut g = StageGenes {
             split: vec![0; dims],
@@ -429,7 +524,7 @@ impl Template {
         };
         match self {
             Template::Vector { width, reductions } => {
-                g.vector = index_of(&WIDTHS, width);
+                g.vector = index_of(widths, width);
                 g.vector_reduction = reductions && !shape.reduction.is_empty();
             }
             Template::Tile {
@@ -444,7 +539,7 @@ impl Template {
                 if pure >= 2 {
                     g.split[pure - 2] = index_of(&FACTORS, rows);
                 }
-                g.vector = index_of(&WIDTHS, width);
+                g.vector = index_of(widths, width);
                 if register && dims > pure {
                     g.reduction_outside = true;
                     g.unroll = index_of(&UNROLLS, rows);
@@ -454,6 +549,15 @@ impl Template {
             }
         }
         g
+    }
+}
+
+/// The width gene `index` picks from `widths` (wrapping, as a genome recorded for another
+/// space may hold any index; an empty table is scalar).
+pub fn width_at(widths: &[u32], index: u8) -> u32 {
+    match widths.len() {
+        0 => 0,
+        n => widths[index as usize % n],
     }
 }
 
@@ -470,12 +574,13 @@ fn random_place(has_updates: bool, rng: &mut impl Rng) -> Place {
     }
 }
 
-fn random_stage(shape: &StageShape, rng: &mut impl Rng) -> StageGenes {
+/// Random genes for `shape`, the vector width among `widths` choices.
+fn random_stage(shape: &StageShape, widths: usize, rng: &mut impl Rng) -> StageGenes {
     let dims = shape.pure.len() + shape.reduction.len();
     StageGenes {
         split: (0..dims).map(|_| rng.random_range(0..5u8)).collect(),
         reduction_outside: rng.random_bool(0.5),
-        vector: rng.random_range(0..WIDTHS.len() as u8),
+        vector: rng.random_range(0..widths as u8),
         unroll: rng.random_range(0..UNROLLS.len() as u8),
         parallel: rng.random_bool(0.5),
         vector_reduction: !shape.reduction.is_empty() && rng.random_bool(0.5),
@@ -483,8 +588,9 @@ fn random_stage(shape: &StageShape, rng: &mut impl Rng) -> StageGenes {
     }
 }
 
-/// The loop directives of one stage: splits, the loop order, vectorize, unroll, parallel.
-fn stage_directives(shape: &StageShape, g: &StageGenes) -> Vec<Directive> {
+/// The loop directives of one stage: splits, the loop order, vectorize (a width of
+/// `widths`), unroll, parallel.
+fn stage_directives(shape: &StageShape, g: &StageGenes, widths: &[u32]) -> Vec<Directive> {
     let mut out = Vec::new();
     let mut outer = Vec::new();
     let mut inner = Vec::new();
@@ -556,7 +662,7 @@ fn stage_directives(shape: &StageShape, g: &StageGenes) -> Vec<Directive> {
         out.push(Directive::Reorder(order.clone()));
     }
     let pure_loops: Vec<&String> = order.iter().filter(|l| !reductions.contains(l)).collect();
-    let width = WIDTHS[g.vector as usize % WIDTHS.len()];
+    let width = width_at(widths, g.vector);
     let innermost_reduction = order.last().filter(|l| reductions.contains(l));
     let vectorized = match innermost_reduction {
         Some(r) if g.vector_reduction => Some(r),

@@ -79,10 +79,10 @@ impl Searcher {
         Searcher {
             seeds,
             kind,
+            model: Model::for_widths(space.widths.clone()),
             space,
             rng: StdRng::seed_from_u64(seed),
             best: Vec::new(),
-            model: Model::default(),
             seen: HashSet::new(),
         }
     }

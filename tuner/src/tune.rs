@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strata_dsl::random::random_args;
 use strata_dsl::{Pipeline, Sizes};
+use strata_jit::Backend;
 use strata_scheduler::lower::lift_reductions::lift_reductions;
 use strata_scheduler::schedule::validate::validate;
 use strata_scheduler::Schedule;
@@ -48,6 +49,9 @@ pub struct TuneOptions {
     /// Give up on a candidate (and its worker) after this long.
     pub timeout: Duration,
     pub worker: WorkerCommand,
+    /// The backend every candidate is compiled with (the workers are told on their command
+    /// line); part of the database key, and it decides the space's vector widths.
+    pub backend: Backend,
     /// Set from another thread (Ctrl-C) to stop: the search candidate being measured is
     /// abandoned (and not recorded), then the best few are re-measured as usual.
     pub stop: Arc<AtomicBool>,
@@ -57,7 +61,8 @@ pub struct TuneOptions {
 impl Default for TuneOptions {
     /// What `strata tune` does without flags: 100 trials with the cost model, seed 1, every
     /// core, candidates timed for at least 50 ms and given up after 60 s, workers running this
-    /// program (which must call `run_worker_if_requested` first), a progress bar.
+    /// program (which must call `run_worker_if_requested` first) compiling with Cranelift, a
+    /// progress bar.
     fn default() -> TuneOptions {
         TuneOptions {
             trials: Some(DEFAULT_TRIALS),
@@ -68,6 +73,7 @@ impl Default for TuneOptions {
             min_time: DEFAULT_MIN_TIME,
             timeout: DEFAULT_TIMEOUT,
             worker: WorkerCommand::default(),
+            backend: Backend::Cranelift,
             stop: Arc::new(AtomicBool::new(false)),
             progress: true,
         }
@@ -131,13 +137,19 @@ struct Session<'a> {
     work: (u64, u64),
 }
 
-/// The database key of a kernel at a shape on this machine.
-pub fn tuning_key(pipeline: &Pipeline, sizes: &Sizes, threads: usize) -> TuningKey {
+/// The database key of a kernel at a shape on this machine, compiled by `backend`.
+pub fn tuning_key(
+    pipeline: &Pipeline,
+    sizes: &Sizes,
+    threads: usize,
+    backend: Backend,
+) -> TuningKey {
     TuningKey {
         kernel_hash: pipeline.hash().to_string(),
         kernel_name: pipeline.name.clone(),
         shape: shape_text(sizes),
         target: host_target(threads),
+        backend: backend.name().to_string(),
     }
 }
 
@@ -199,7 +211,11 @@ pub fn tune(
     sizes: &Sizes,
     options: &TuneOptions,
 ) -> Result<TuneResult, TuneError> {
-    let key = tuning_key(pipeline, sizes, options.threads);
+    if !options.backend.is_built() {
+        let why = strata_jit::CodegenError::NotBuilt(options.backend);
+        return Err(TuneError::Setup(why.to_string()));
+    }
+    let key = tuning_key(pipeline, sizes, options.threads, options.backend);
     let (setup, float_ops, bytes, expected_file) = prepare(pipeline, source, sizes, options)?;
     let run = NewRun {
         key: key.clone(),
@@ -363,7 +379,7 @@ impl Session<'_> {
     ) -> Result<(StopReason, Option<f64>), TuneError> {
         let mut searcher = Searcher::new(
             self.options.strategy,
-            Space::new(pipeline),
+            Space::for_backend(pipeline, self.options.backend),
             self.options.seed,
         );
         for hash in self.db.measured_hashes(key)? {
@@ -491,7 +507,7 @@ impl Session<'_> {
 
     fn run_in_worker(&mut self, request: &Request, interruptible: bool) -> Outcome {
         if self.worker.is_none() {
-            match Worker::start(&self.options.worker, &self.setup) {
+            match Worker::start(&self.options.worker, self.options.backend, &self.setup) {
                 Ok(w) => self.worker = Some(w),
                 Err(e) => return Outcome::Crash(e),
             }

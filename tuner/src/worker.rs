@@ -5,7 +5,8 @@
 //!
 //! Any program can be a worker: it calls `run_worker_if_requested()` first thing in `main`, which
 //! takes over when started with the argument `--strata-worker` and the environment variable
-//! `STRATA_WORKER` set, as `Worker::start` does (the `strata` binary calls it).
+//! `STRATA_WORKER` set, as `Worker::start` does (the `strata` binary calls it). The backend it
+//! compiles with follows: `--strata-worker --backend llvm` (Cranelift when absent).
 //!
 //! For tests, `STRATA_WORKER_FAULT=kind:text[,kind:text]` makes the worker misbehave on
 //! candidates whose schedule text contains `text`: `crash` aborts the process, `hang` loops
@@ -26,6 +27,9 @@ pub const WORKER_ENV: &str = "STRATA_WORKER";
 /// The first argument a worker is started with. Both it and `WORKER_ENV` are needed: a user
 /// who leaves `STRATA_WORKER` in the environment still gets the command they typed.
 pub const WORKER_ARG: &str = "--strata-worker";
+/// The argument after `WORKER_ARG` naming the backend the worker compiles with (its value
+/// follows it).
+pub const BACKEND_ARG: &str = "--backend";
 /// The test-only fault switch.
 pub const FAULT_ENV: &str = "STRATA_WORKER_FAULT";
 /// How often a waiting tuner looks at its interrupt flag.
@@ -99,11 +103,16 @@ pub fn run_worker_if_requested() {
 
 fn worker_loop() -> Result<(), String> {
     exit_when_orphaned();
+    // `args_os`: `args` panics on an argument that is not Unicode.
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let backend = worker_backend(&args)?;
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
     let setup_line = lines.next().ok_or("no setup")?.map_err(|e| e.to_string())?;
     let setup: Setup = serde_json::from_str(&setup_line).map_err(|e| e.to_string())?;
-    let state = WorkerState::new(&setup)?;
+    let state = WorkerState::new(&setup, backend)?;
     let faults = std::env::var(FAULT_ENV).unwrap_or_default();
     let mut out = std::io::stdout().lock();
     for line in lines {
@@ -134,6 +143,18 @@ fn exit_when_orphaned() {
     }
 }
 
+/// The backend a worker's command line names: `program --strata-worker --backend NAME ...`
+/// (only right after `WORKER_ARG`, so a program's own arguments after it mean nothing here);
+/// Cranelift when absent. An unknown name is an error: measuring with another backend than
+/// the tuner records would file the times under the wrong key.
+pub fn worker_backend(args: &[String]) -> Result<strata_jit::Backend, String> {
+    match (args.get(2).map(String::as_str), args.get(3)) {
+        (Some(BACKEND_ARG), Some(name)) => name.parse(),
+        (Some(BACKEND_ARG), None) => Err(format!("{BACKEND_ARG} needs a backend name")),
+        _ => Ok(strata_jit::Backend::Cranelift),
+    }
+}
+
 /// How often a worker checks that its tuner is still there.
 const ORPHAN_POLL: Duration = Duration::from_millis(200);
 
@@ -144,10 +165,12 @@ struct WorkerState {
     args: strata_dsl::Args,
     expected: Buffer,
     setup: Setup,
+    /// What compiles every candidate.
+    backend: strata_jit::Backend,
 }
 
 impl WorkerState {
-    fn new(setup: &Setup) -> Result<WorkerState, String> {
+    fn new(setup: &Setup, backend: strata_jit::Backend) -> Result<WorkerState, String> {
         let pipeline = strata_dsl::parse_kernels(&setup.kernel_source, "kernel")
             .map_err(|e| e.to_string())?
             .into_iter()
@@ -165,6 +188,7 @@ impl WorkerState {
             args,
             expected,
             setup: setup.clone(),
+            backend,
         })
     }
 
@@ -183,7 +207,7 @@ impl WorkerState {
             Err(e) => return Outcome::CompileError(e.message),
         };
         let start = Instant::now();
-        let kernel = match compile(&self.pipeline, &schedule, &self.sizes) {
+        let kernel = match compile(&self.pipeline, &schedule, &self.sizes, self.backend) {
             Ok(k) => k,
             Err(e) => return Outcome::CompileError(e),
         };
@@ -236,12 +260,18 @@ impl WorkerState {
     }
 }
 
+/// Compiles a candidate for the worker's sizes with `backend`; a backend this program lacks
+/// is a compile error naming it.
 fn compile(
     pipeline: &Pipeline,
     schedule: &strata_scheduler::Schedule,
     sizes: &Sizes,
+    backend: strata_jit::Backend,
 ) -> Result<strata_jit::CompiledKernel, String> {
-    let options = strata_jit::CodegenOptions::default();
+    let options = strata_jit::CodegenOptions {
+        backend,
+        ..Default::default()
+    };
     strata_jit::compile_pipeline(pipeline, schedule, sizes, &options).map_err(|e| e.to_string())
 }
 
@@ -322,10 +352,15 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// Starts a worker and sends it the setup.
-    pub fn start(command: &WorkerCommand, setup: &Setup) -> Result<Worker, String> {
+    /// Starts a worker compiling with `backend` and sends it the setup.
+    pub fn start(
+        command: &WorkerCommand,
+        backend: strata_jit::Backend,
+        setup: &Setup,
+    ) -> Result<Worker, String> {
         let mut cmd = Command::new(&command.program);
         cmd.arg(WORKER_ARG)
+            .args([BACKEND_ARG, backend.name()])
             .args(&command.args)
             .env(WORKER_ENV, "1")
             .stdin(Stdio::piped())

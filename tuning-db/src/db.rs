@@ -138,7 +138,7 @@ impl Db {
         };
         Ok(db
             .refuse_unless_ours(&kind)
-            .and_then(|()| db.refuse_unless_ready(&kind))
+            .and_then(|()| db.read_as_current(&kind))
             .map(|()| db))
     }
 
@@ -191,11 +191,17 @@ impl Db {
         }
     }
 
-    /// A reader cannot set up or migrate a file: fails unless it is at this schema version.
-    fn refuse_unless_ready(&self, kind: &FileKind) -> Result<(), DbError> {
+    /// A reader cannot set up or migrate a file: fails unless it is at this schema version
+    /// or at an older one it can read as this one without writing ([`schema::reader_views`]:
+    /// views in the connection's own temporary schema, so `report` and winner lookups keep
+    /// working on a database no tuner has opened since an upgrade).
+    fn read_as_current(&self, kind: &FileKind) -> Result<(), DbError> {
         let why = match kind {
             FileKind::Strata(v) if *v == SCHEMA_VERSION => return Ok(()),
-            FileKind::Strata(v) => format!("has schema version {v}, older than {SCHEMA_VERSION}"),
+            FileKind::Strata(v) => match schema::reader_views(*v) {
+                Some(views) => return self.conn.execute_batch(views).map_err(|e| self.err(e)),
+                None => format!("has schema version {v}, older than {SCHEMA_VERSION}"),
+            },
             _ => "is empty".to_string(),
         };
         Err(DbError::NotReady {

@@ -217,8 +217,29 @@ pub enum Miss {
         tuned_targets: Vec<Target>,
     },
 
+    /// The kernel was tuned for this shape on this target, but with other backends only.
+    #[error(
+        "kernel `{}` at shape {} on {target} is not tuned with the {} backend; tuned only with: {}",
+        printable(kernel_name),
+        printable(shape),
+        printable(backend),
+        printable(&tuned_backends.join(", "))
+    )]
+    Backend {
+        /// The kernel's name.
+        kernel_name: String,
+        /// The shape.
+        shape: String,
+        /// The target.
+        target: Target,
+        /// The backend asked for.
+        backend: String,
+        /// The backends it was tuned with for this shape and target.
+        tuned_backends: Vec<String>,
+    },
+
     /// The exact key was tuned but no candidate measured successfully.
-    #[error("kernel `{}` at shape {} on {target} was tuned, but none of its {measured} measurements succeeded", printable(kernel_name), printable(shape))]
+    #[error("kernel `{}` at shape {} on {target} with the {} backend was tuned, but none of its {measured} measurements succeeded", printable(kernel_name), printable(shape), printable(backend))]
     NoSuccess {
         /// The kernel's name.
         kernel_name: String,
@@ -226,6 +247,8 @@ pub enum Miss {
         shape: String,
         /// The target.
         target: Target,
+        /// The backend.
+        backend: String,
         /// How many measurements were recorded for the key.
         measured: u64,
     },

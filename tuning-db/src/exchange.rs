@@ -3,7 +3,7 @@
 //! The stream is a header line, then every run, then every measurement:
 //!
 //! ```text
-//! {"record":"header","format":"strata-tuning-db","version":1}
+//! {"record":"header","format":"strata-tuning-db","version":2}
 //! {"record":"run","uid":"…","start":{"key":{…},…},"ended_at":"…","stop_reason":"…"}
 //! {"record":"measurement","run_uid":"…","measurement":{"trial":0,…}}
 //! ```
@@ -25,14 +25,19 @@ use crate::db::Db;
 use crate::error::DbError;
 use crate::model::{Measurement, Run};
 use crate::plausible::check_measurement;
-use crate::query::{measurement_from_row, run_from_row, MEASUREMENT_COLUMNS, RUN_COLUMNS};
+use crate::query::{
+    measurement_from_row, run_from_row, MEASUREMENT_COLUMNS, RUN_COLUMNS, RUN_COLUMN_COUNT,
+};
 use crate::records::{insert_measurement_if_new, insert_run_row, to_i64, RunValues};
 
 /// The `format` of an export stream's header.
 pub const EXPORT_FORMAT: &str = "strata-tuning-db";
 
-/// The newest export format version this build writes and reads.
-pub const EXPORT_VERSION: u32 = 1;
+/// The newest export format version this build writes and reads. Version 2 added the
+/// backend to each run's key; a version-1 stream has none, and its runs import as
+/// Cranelift's (the only backend then). A build that reads only version 1 refuses a
+/// version-2 stream rather than take an LLVM run for a Cranelift one.
+pub const EXPORT_VERSION: u32 = 2;
 
 /// One line of an export stream.
 #[derive(Debug, Serialize, Deserialize)]
@@ -257,7 +262,9 @@ impl Importer<'_> {
         let sql = format!("SELECT {RUN_COLUMNS}, r.id FROM runs r WHERE r.uid = ?1");
         let found: Option<(i64, Run)> = self
             .conn
-            .query_row(&sql, [uid], |row| Ok((row.get(18)?, run_from_row(row)?)))
+            .query_row(&sql, [uid], |row| {
+                Ok((row.get(RUN_COLUMN_COUNT)?, run_from_row(row)?))
+            })
             .optional()
             .map_err(|e| self.db.err(e))?;
         let found = found.ok_or_else(|| {

@@ -5,8 +5,8 @@
 //! loses nothing and `tune` resumes where it stopped. It answers:
 //!
 //! - resume: [`Db::measured_hashes`], [`Db::best`], [`Db::max_trial`];
-//! - programs: [`Db::winner`] by (kernel hash, shape, target), with a [`Miss`] that says
-//!   which part differed;
+//! - programs: [`Db::winner`] by (kernel hash, shape, target, backend), with a [`Miss`]
+//!   that says which part differed;
 //! - `strata report`: [`Db::report`];
 //! - `strata db export|import`: [`Db::export`], [`Db::import`] as JSON lines.
 //!
@@ -23,6 +23,7 @@
 //!     kernel_name: "matmul".into(),
 //!     shape: strata_tuning_db::canonical_shape([("M", 64), ("N", 64), ("K", 64)]),
 //!     target: Target { cpu_model: "cpu".into(), features: "avx2".into(), threads: 4 },
+//!     backend: "cranelift".into(),
 //! };
 //! let run = db.start_run(&NewRun {
 //!     key: key.clone(),
@@ -76,6 +77,7 @@ pub use error::{short_hash, DbError, Miss};
 pub use exchange::{ImportCheck, EXPORT_FORMAT, EXPORT_VERSION};
 pub use model::{
     canonical_shape, Measurement, NewRun, ReportEntry, Run, Status, Target, TuningKey, Winner,
+    DEFAULT_BACKEND,
 };
 pub use plausible::MAX_RATE_PER_S;
 pub use printable::printable;

@@ -33,7 +33,18 @@ impl fmt::Display for Target {
     }
 }
 
-/// What a tuning result is for: one kernel (by hash) at one shape on one target.
+/// The backend of records made before the database knew backends (schema version 1, export
+/// version 1): strata compiled everything with Cranelift then.
+pub const DEFAULT_BACKEND: &str = "cranelift";
+
+/// [`DEFAULT_BACKEND`], for serde: an export without a backend is Cranelift's.
+fn default_backend() -> String {
+    DEFAULT_BACKEND.to_string()
+}
+
+/// What a tuning result is for: one kernel (by hash) at one shape on one target, compiled by
+/// one backend. A schedule's speed depends on the code generator as much as on the machine
+/// (LLVM's vectors are wider than Cranelift's), so a winner for one backend is never another's.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct TuningKey {
     /// The hash of the kernel's canonical source; identifies the kernel.
@@ -44,6 +55,10 @@ pub struct TuningKey {
     pub shape: String,
     /// The machine.
     pub target: Target,
+    /// The code generator's name (`cranelift`, `llvm`); absent in old exports, which are
+    /// Cranelift's ([`DEFAULT_BACKEND`]).
+    #[serde(default = "default_backend")]
+    pub backend: String,
 }
 
 /// Formats shape bindings canonically: `name=value` pairs sorted by name, joined by commas.
@@ -218,7 +233,7 @@ pub struct Winner {
     pub run_id: i64,
 }
 
-/// What `strata report` shows for one (kernel hash, shape, target).
+/// What `strata report` shows for one (kernel hash, shape, target, backend).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReportEntry {
     /// The kernel, shape and target (the name is the latest run's).

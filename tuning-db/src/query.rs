@@ -13,16 +13,18 @@ use crate::plausible::PLAUSIBLE_WHERE;
 
 /// The condition selecting the runs (alias `r`) of one key; bind with [`key_params`].
 pub(crate) const KEY_WHERE: &str = "r.kernel_hash = :kernel_hash AND r.shape = :shape \
-     AND r.cpu_model = :cpu_model AND r.features = :features AND r.threads = :threads";
+     AND r.cpu_model = :cpu_model AND r.features = :features AND r.threads = :threads \
+     AND r.backend = :backend";
 
 /// The named parameters of [`KEY_WHERE`].
-pub(crate) fn key_params(key: &TuningKey) -> [(&'static str, &dyn ToSql); 5] {
+pub(crate) fn key_params(key: &TuningKey) -> [(&'static str, &dyn ToSql); 6] {
     [
         (":kernel_hash", &key.kernel_hash),
         (":shape", &key.shape),
         (":cpu_model", &key.target.cpu_model),
         (":features", &key.target.features),
         (":threads", &key.target.threads),
+        (":backend", &key.backend),
     ]
 }
 
@@ -72,7 +74,11 @@ pub(crate) const RUN_COLUMNS: &str =
     "r.uid, r.kernel_hash, r.kernel_name, r.kernel_source, r.shape, \
      r.cpu_model, r.features, r.threads, r.strata_version, r.strategy, r.seed, \
      r.budget_trials, r.budget_seconds, r.float_ops, r.bytes, r.started_at, r.ended_at, \
-     r.stop_reason";
+     r.stop_reason, r.backend";
+
+/// How many columns [`RUN_COLUMNS`] holds: a query selecting more after them reads those
+/// from here on.
+pub(crate) const RUN_COLUMN_COUNT: usize = 19;
 
 /// Builds a [`Run`] from [`RUN_COLUMNS`].
 pub(crate) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<Run> {
@@ -85,6 +91,7 @@ pub(crate) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<Run> {
             features: row.get(6)?,
             threads: row.get(7)?,
         },
+        backend: row.get(18)?,
     };
     let start = NewRun {
         key,
@@ -177,7 +184,9 @@ impl Db {
         let sql = format!("SELECT {RUN_COLUMNS}, r.id FROM runs r ORDER BY r.id");
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map([], |row| Ok((row.get(18)?, run_from_row(row)?)))
+            .query_map([], |row| {
+                Ok((row.get(RUN_COLUMN_COUNT)?, run_from_row(row)?))
+            })
             .map_err(|e| self.err(e))?;
         rows.collect::<rusqlite::Result<_>>()
             .map_err(|e| self.err(e))
@@ -212,11 +221,12 @@ impl Db {
             .collect())
     }
 
-    /// The best schedule for exactly `key` (kernel hash, shape and target).
+    /// The best schedule for exactly `key` (kernel hash, shape, target and backend).
     ///
     /// On a miss, says which part differed: the kernel (and whether its name was tuned
     /// under other hashes), the shape (listing the tuned shapes), the target (listing the
-    /// tuned targets), or that nothing measured for the key succeeded.
+    /// tuned targets), the backend (listing the backends tuned), or that nothing measured
+    /// for the key succeeded.
     // A miss is the cold path of a once-per-kernel lookup: its size does not matter.
     #[allow(clippy::result_large_err)]
     pub fn winner(&self, key: &TuningKey) -> Result<Winner, Miss> {
@@ -263,12 +273,35 @@ impl Db {
                 tuned_targets: targets,
             });
         }
+        let backends = self.backends_for(key)?;
+        if !backends.contains(&key.backend) {
+            return Ok(Miss::Backend {
+                kernel_name: name,
+                shape: key.shape.clone(),
+                target: key.target.clone(),
+                backend: key.backend.clone(),
+                tuned_backends: backends,
+            });
+        }
         Ok(Miss::NoSuccess {
             kernel_name: name,
             shape: key.shape.clone(),
             target: key.target.clone(),
+            backend: key.backend.clone(),
             measured: self.measurement_count(key)?,
         })
+    }
+
+    /// The backends `key`'s kernel was tuned with at its shape on its target.
+    fn backends_for(&self, key: &TuningKey) -> Result<Vec<String>, DbError> {
+        self.strings(
+            "SELECT DISTINCT backend FROM runs WHERE kernel_hash = :h AND shape = :s
+             AND cpu_model = :c AND features = :f AND threads = :t ORDER BY backend",
+            named_params! {
+                ":h": key.kernel_hash, ":s": key.shape, ":c": key.target.cpu_model,
+                ":f": key.target.features, ":t": key.target.threads,
+            },
+        )
     }
 
     /// The targets that `kernel_hash` was tuned on at `shape`.

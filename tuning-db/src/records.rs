@@ -119,10 +119,11 @@ pub(crate) fn insert_run_row(
     conn.execute(
         "INSERT OR IGNORE INTO runs (uid, kernel_hash, kernel_name, kernel_source, shape,
              cpu_model, features, threads, strata_version, strategy, seed, budget_trials,
-             budget_seconds, float_ops, bytes, started_at, ended_at, stop_reason)
+             budget_seconds, float_ops, bytes, started_at, ended_at, stop_reason, backend)
          VALUES (:uid, :kernel_hash, :kernel_name, :kernel_source, :shape, :cpu_model,
              :features, :threads, :strata_version, :strategy, :seed, :budget_trials,
-             :budget_seconds, :float_ops, :bytes, :started_at, :ended_at, :stop_reason)",
+             :budget_seconds, :float_ops, :bytes, :started_at, :ended_at, :stop_reason,
+             :backend)",
         named_params! {
             ":uid": uid, ":kernel_hash": k.kernel_hash, ":kernel_name": k.kernel_name,
             ":kernel_source": run.kernel_source, ":shape": k.shape,
@@ -131,7 +132,7 @@ pub(crate) fn insert_run_row(
             ":strategy": run.strategy, ":seed": v.seed, ":budget_trials": v.budget_trials,
             ":budget_seconds": run.budget_seconds, ":float_ops": v.float_ops,
             ":bytes": v.bytes, ":started_at": run.started_at, ":ended_at": ended_at,
-            ":stop_reason": stop_reason,
+            ":stop_reason": stop_reason, ":backend": k.backend,
         },
     )
 }

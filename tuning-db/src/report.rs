@@ -1,5 +1,5 @@
-//! The report: one entry per (kernel hash, shape, target) with the default and best
-//! times, speedup, failures by kind and the series of measured times.
+//! The report: one entry per (kernel hash, shape, target, backend) with the default and
+//! best times, speedup, failures by kind and the series of measured times.
 
 use std::collections::BTreeMap;
 
@@ -11,7 +11,8 @@ use crate::model::{ReportEntry, Target, TuningKey};
 use crate::query::{best_where, get_opt_u64, get_u64, key_params, KEY_WHERE};
 
 impl Db {
-    /// One entry per (kernel hash, shape, target), sorted by kernel name, shape, target.
+    /// One entry per (kernel hash, shape, target, backend), sorted by kernel name, shape,
+    /// target, backend.
     ///
     /// `kernel_filter` keeps only kernels whose name equals it or whose hash starts with it.
     pub fn report(&self, kernel_filter: Option<&str>) -> Result<Vec<ReportEntry>, DbError> {
@@ -30,7 +31,8 @@ impl Db {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT DISTINCT kernel_hash, shape, cpu_model, features, threads FROM runs
+                "SELECT DISTINCT kernel_hash, shape, cpu_model, features, threads, backend
+                 FROM runs
                  WHERE :f IS NULL OR kernel_name = :f OR substr(kernel_hash, 1, length(:f)) = :f",
             )
             .map_err(|e| self.err(e))?;
@@ -45,6 +47,7 @@ impl Db {
                         features: r.get(3)?,
                         threads: r.get(4)?,
                     },
+                    backend: r.get(5)?,
                 })
             })
             .map_err(|e| self.err(e))?;
@@ -53,9 +56,15 @@ impl Db {
     }
 }
 
-/// Report order: kernel name, shape, target, then hash.
-fn sort_key(key: &TuningKey) -> (&str, &str, &Target, &str) {
-    (&key.kernel_name, &key.shape, &key.target, &key.kernel_hash)
+/// Report order: kernel name, shape, target, backend, then hash.
+fn sort_key(key: &TuningKey) -> (&str, &str, &Target, &str, &str) {
+    (
+        &key.kernel_name,
+        &key.shape,
+        &key.target,
+        &key.backend,
+        &key.kernel_hash,
+    )
 }
 
 /// Builds the report entry of one key.

@@ -69,14 +69,42 @@ CREATE INDEX measurements_by_schedule ON measurements (schedule_hash);
 INSERT INTO meta (key, value) VALUES ('schema_version', '0');
 "#;
 
-/// The schema's history, oldest first; versions are 1, 2, 3, … in order.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    sql: V1,
-}];
+/// Version 2: runs name the backend that compiled their candidates, and it is part of the
+/// key (a winner for Cranelift is not one for LLVM). Every run of a version-1 file was
+/// Cranelift's, the only backend strata had then.
+const V2: &str = r#"
+ALTER TABLE runs ADD COLUMN backend TEXT NOT NULL DEFAULT 'cranelift';
+DROP INDEX runs_by_key;
+CREATE INDEX runs_by_key ON runs (kernel_hash, shape, cpu_model, features, threads, backend);
+"#;
+
+/// The schema's history, oldest first; versions are 1, 2, 3, … in order. A step is never
+/// edited once released: files in the field were made by it.
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        sql: V1,
+    },
+    Migration {
+        version: 2,
+        sql: V2,
+    },
+];
 
 /// The schema version this build writes: the last migration's.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;
+
+/// How a read-only connection sees a file of schema version `from` (older than
+/// [`SCHEMA_VERSION`]) as the current schema without writing it: temporary views, which
+/// SQLite finds before the file's own tables (the `temp` schema is searched first), so the
+/// readers' queries run unchanged. `None` when no such views are known for `from`.
+pub(crate) fn reader_views(from: i64) -> Option<&'static str> {
+    match from {
+        // Version 2 added `runs.backend`; every version-1 run was Cranelift's.
+        1 => Some("CREATE TEMP VIEW runs AS SELECT *, 'cranelift' AS backend FROM main.runs;"),
+        _ => None,
+    }
+}
 
 /// What a file holds, as far as opening it is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,9 +200,9 @@ pub(crate) fn migrate(
 mod tests {
     use super::*;
 
-    /// A trivial version 2, to exercise the mechanism.
-    const TEST_V2: Migration = Migration {
-        version: 2,
+    /// A trivial version after the last, to exercise the mechanism.
+    const TEST_NEXT: Migration = Migration {
+        version: 3,
         sql: "ALTER TABLE runs ADD COLUMN note TEXT; \
               CREATE TABLE tags (run_id INTEGER REFERENCES runs (id), tag TEXT);",
     };
@@ -195,7 +223,29 @@ mod tests {
     }
 
     #[test]
-    fn a_v1_database_migrates_to_v2_keeping_its_rows() {
+    fn a_v2_database_migrates_to_the_next_version_keeping_its_rows() {
+        let conn = Connection::open_in_memory().unwrap();
+        migrate(&conn, 0, &MIGRATIONS[..2]).unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (uid, kernel_hash, kernel_name, kernel_source, shape, cpu_model,
+                 features, threads, strata_version, strategy, seed, bytes, started_at)
+             VALUES ('u', 'h', 'k', 'src', 'M=1', 'cpu', '', 1, '0.1.0', 'random', 7, 8, 't')",
+        )
+        .unwrap();
+        let steps = [MIGRATIONS[0], MIGRATIONS[1], TEST_NEXT];
+        assert_eq!(migrate(&conn, 2, &steps).unwrap(), 3);
+        assert_eq!(classify(&conn).unwrap(), FileKind::Strata(3));
+        let note: Option<String> = conn
+            .query_row("SELECT note FROM runs WHERE uid = 'u'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(note, None);
+        // Already at 3: nothing to do.
+        assert_eq!(migrate(&conn, 3, &steps).unwrap(), 3);
+    }
+
+    /// Version 2 gives every run of a version-1 file the backend `cranelift`.
+    #[test]
+    fn version_2_makes_old_runs_cranelift_runs() {
         let conn = Connection::open_in_memory().unwrap();
         migrate(&conn, 0, &MIGRATIONS[..1]).unwrap();
         conn.execute_batch(
@@ -204,15 +254,11 @@ mod tests {
              VALUES ('u', 'h', 'k', 'src', 'M=1', 'cpu', '', 1, '0.1.0', 'random', 7, 8, 't')",
         )
         .unwrap();
-        let steps = [MIGRATIONS[0], TEST_V2];
-        assert_eq!(migrate(&conn, 1, &steps).unwrap(), 2);
-        assert_eq!(classify(&conn).unwrap(), FileKind::Strata(2));
-        let note: Option<String> = conn
-            .query_row("SELECT note FROM runs WHERE uid = 'u'", [], |r| r.get(0))
+        assert_eq!(migrate(&conn, 1, MIGRATIONS).unwrap(), 2);
+        let backend: String = conn
+            .query_row("SELECT backend FROM runs WHERE uid = 'u'", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(note, None);
-        // Already at 2: nothing to do.
-        assert_eq!(migrate(&conn, 2, &steps).unwrap(), 2);
+        assert_eq!(backend, "cranelift");
     }
 
     #[test]
