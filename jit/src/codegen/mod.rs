@@ -10,7 +10,7 @@ mod address;
 mod alloc;
 mod expr;
 mod narrow;
-mod promote;
+pub(crate) mod promote;
 mod range;
 mod reduce;
 mod scalar;

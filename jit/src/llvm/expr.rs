@@ -55,9 +55,9 @@ impl<'ctx> FnGen<'_, 'ctx> {
             }
             Expr::Let { name, value, body } => {
                 let v = self.expr(value)?;
-                self.env.vars.push((name.clone(), v, value.ty()));
+                self.push_let(name, value, v);
                 let result = self.expr(body);
-                self.env.vars.pop();
+                self.pop_let();
                 result
             }
             Expr::Call { func, .. } => Err(Fail(format!(
@@ -129,27 +129,30 @@ impl<'ctx> FnGen<'_, 'ctx> {
     }
 
     fn load(&mut self, buffer: &str, index: &Expr, ty: IrType) -> Result<V<'ctx>, Fail> {
+        if let Some(slot) = self.promoted_slot(buffer, index) {
+            return Ok(self.b.build_load(self.value_type(ty), slot, "")?);
+        }
         let base = self.env.buffer(buffer)?;
         if ty.lanes == 1 {
             let at = self.element_pointer(base, index, ty.dtype)?;
-            return self.load_at(at, ty);
+            return self.load_value(at, ty);
         }
         if let Some(start) = dense_start(index) {
             let at = self.element_pointer(base, start, ty.dtype)?;
-            return self.load_at(at, ty);
+            return self.load_value(at, ty);
         }
         let indices = self.expr(index)?;
         let lanes = self.unpack(indices, index.ty())?;
         let mut values = Vec::with_capacity(lanes.len());
         for i in lanes {
             let at = self.element_pointer_at(base, i, ty.dtype)?;
-            values.push(self.load_at(at, ty.with_lanes(1))?);
+            values.push(self.load_value(at, ty.with_lanes(1))?);
         }
         self.pack(values, ty)
     }
 
     /// `ty.lanes` contiguous elements from `at`, aligned only to the element.
-    fn load_at(&mut self, at: PointerValue<'ctx>, ty: IrType) -> Result<V<'ctx>, Fail> {
+    pub fn load_value(&mut self, at: PointerValue<'ctx>, ty: IrType) -> Result<V<'ctx>, Fail> {
         let memory = retype(ty, if ty.dtype == Dtype::Bool {
             Dtype::U8
         } else {

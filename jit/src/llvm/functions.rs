@@ -142,6 +142,11 @@ pub struct FnGen<'g, 'ctx> {
     /// not per loop iteration); it branches to the code when the function is finished.
     allocas: BasicBlock<'ctx>,
     pub env: Env<'ctx>,
+    /// The lets in scope with their values expanded, to recognise promoted locations.
+    pub lets: Vec<(String, strata_scheduler::Expr)>,
+    /// Locations living in stack slots (registers, after SROA) during the loop being
+    /// generated.
+    pub promoted: Vec<(crate::codegen::promote::Location, PointerValue<'ctx>)>,
 }
 
 impl<'g, 'ctx> FnGen<'g, 'ctx> {
@@ -157,6 +162,8 @@ impl<'g, 'ctx> FnGen<'g, 'ctx> {
             function,
             allocas,
             env: Env::default(),
+            lets: Vec::new(),
+            promoted: Vec::new(),
         }
     }
 

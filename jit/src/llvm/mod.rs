@@ -24,6 +24,7 @@ mod engine;
 mod expr;
 mod functions;
 mod ops;
+mod promote;
 mod stmt;
 mod vmath;
 

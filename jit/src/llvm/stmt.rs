@@ -36,9 +36,9 @@ impl<'ctx> FnGen<'_, 'ctx> {
             }
             Stmt::Let { name, value, body } => {
                 let v = self.expr(value)?;
-                self.env.vars.push((name.clone(), v, value.ty()));
+                self.push_let(name, value, v);
                 self.stmt(body)?;
-                self.env.vars.pop();
+                self.pop_let();
                 Ok(())
             }
             Stmt::Block(stmts) => stmts.iter().try_for_each(|s| self.stmt(s)),
@@ -68,7 +68,23 @@ impl<'ctx> FnGen<'_, 'ctx> {
         let lo = self.expr(min)?.into_int_value();
         let n = self.expr(extent)?.into_int_value();
         let hi = self.b.build_int_add(lo, n, "")?;
-        self.counted_loop(var, lo, hi, body)
+        let locations = self.promotable(var, body);
+        if locations.is_empty() {
+            return self.counted_loop(var, lo, hi, body);
+        }
+        // Promoted values are read before the first iteration, so only when there is one.
+        let runs = self.b.build_int_compare(IntPredicate::SLT, lo, hi, "")?;
+        let promoted = self.g.ctx.append_basic_block(self.function, "promoted");
+        let skip = self.g.ctx.append_basic_block(self.function, "skip");
+        self.b.build_conditional_branch(runs, promoted, skip)?;
+        self.b.position_at_end(promoted);
+        let depth = self.promoted.len();
+        self.promote(locations)?;
+        self.counted_loop(var, lo, hi, body)?;
+        self.write_back(depth)?;
+        self.b.build_unconditional_branch(skip)?;
+        self.b.position_at_end(skip);
+        Ok(())
     }
 
     /// `for var in lo..hi { body }`, the test at the top. The increment is `nsw`: it runs
@@ -135,47 +151,36 @@ impl<'ctx> FnGen<'_, 'ctx> {
     }
 
     fn store(&mut self, buffer: &str, index: &Expr, value: &Expr) -> Result<(), Fail> {
-        let base = self.env.buffer(buffer)?;
         let ty = value.ty();
         let lanes = index.ty().lanes;
         let v = self.expr(value)?;
         let v = self.splat(v, lanes)?;
-        let vty = ty.with_lanes(lanes);
-        let v = self.to_memory(v, vty)?;
+        if let Some(slot) = self.promoted_slot(buffer, index) {
+            self.b.build_store(slot, v)?;
+            return Ok(());
+        }
+        let base = self.env.buffer(buffer)?;
+        let v = self.to_memory(v, ty.with_lanes(lanes))?;
         if lanes == 1 {
             let at = self.element_pointer(base, index, ty.dtype)?;
-            return self.store_at(at, v, ty.dtype);
+            return self.store_value(at, v, ty.dtype);
         }
         if let Some(start) = super::expr::dense_start(index) {
             let at = self.element_pointer(base, start, ty.dtype)?;
-            return self.store_at(at, v, ty.dtype);
+            return self.store_value(at, v, ty.dtype);
         }
         let indices = self.expr(index)?;
         let index_lanes = self.unpack(indices, index.ty())?;
-        let memory_ty = IrType {
-            dtype: vty.dtype,
-            lanes,
-        };
         for (k, i) in index_lanes.into_iter().enumerate() {
-            let x = self.lane_of_memory(v, memory_ty, k as u32)?;
+            let x = self.lane(v, k as u32)?;
             let at = self.element_pointer_at(base, i, ty.dtype)?;
-            self.store_at(at, x, ty.dtype)?;
+            self.store_value(at, x, ty.dtype)?;
         }
         Ok(())
     }
 
-    /// Lane `k` of a value already in memory form.
-    fn lane_of_memory(
-        &mut self,
-        v: BasicValueEnum<'ctx>,
-        _ty: IrType,
-        k: u32,
-    ) -> Result<BasicValueEnum<'ctx>, Fail> {
-        self.lane(v, k)
-    }
-
     /// Stores `v` (in memory form) at `at`, aligned only to its element.
-    fn store_at(
+    pub fn store_value(
         &mut self,
         at: PointerValue<'ctx>,
         v: BasicValueEnum<'ctx>,
