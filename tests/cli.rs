@@ -738,16 +738,8 @@ fn llvm_runs_lowers_and_tunes() {
         "{}",
         text(&out.stdout)
     );
-    let best = [
-        "run",
-        scale,
-        "--shape",
-        "N=4096",
-        "--schedule",
-        "best",
-        "--db",
-        db,
-    ];
+    let best = ["run", scale, "--shape", "N=4096", "--schedule", "best"];
+    let best = [&best[..], &["--threads", "1", "--db", db]].concat();
     let out = strata(&[&best[..], &["--backend", "llvm", "--min-time", "0"]].concat());
     assert!(out.status.success(), "{}", text(&out.stderr));
     refused(
