@@ -667,6 +667,52 @@ fn pick_kernel<'a>(
     }
 }
 
+/// `strata roofline --json`'s `llvm`: null without LLVM built in, else its CPU and a peak per
+/// register width, or the error that stopped the probe.
+fn llvm_json(llvm: &Option<Result<strata::jit::roofline::LlvmPeaks, String>>) -> serde_json::Value {
+    match llvm {
+        None => serde_json::Value::Null,
+        Some(Err(why)) => serde_json::json!({ "error": why }),
+        Some(Ok(p)) => {
+            let peaks: Vec<serde_json::Value> = p
+                .peaks
+                .iter()
+                .map(|w| {
+                    serde_json::json!({
+                        "register": w.register,
+                        "lanes": w.lanes,
+                        "fma_gflops": w.gflops,
+                    })
+                })
+                .collect();
+            serde_json::json!({ "cpu": p.cpu, "native_fma": p.native_fma, "peaks": peaks })
+        }
+    }
+}
+
+/// `strata roofline`'s LLVM lines: a peak per register width, or why there is none.
+fn llvm_lines(
+    llvm: &Option<Result<strata::jit::roofline::LlvmPeaks, String>>,
+    chains: usize,
+) -> Vec<String> {
+    match llvm {
+        None => vec!["llvm: not built in (build with --features llvm to measure it)".into()],
+        Some(Err(why)) => vec![format!("llvm: not measured: {why}")],
+        Some(Ok(p)) => {
+            let op = if p.native_fma { "fma" } else { "fmul+fadd" };
+            p.peaks
+                .iter()
+                .map(|w| {
+                    format!(
+                        "llvm {} <{} x float> {op} peak ({chains} chains, 1 thread, cpu {}): {:.2} GFLOP/s",
+                        w.register, w.lanes, p.cpu, w.gflops
+                    )
+                })
+                .collect()
+        }
+    }
+}
+
 fn roofline_command(json: bool, quick: bool) -> Result<(), String> {
     let r = strata::jit::roofline::measure(quick);
     if json {
@@ -688,6 +734,8 @@ fn roofline_command(json: bool, quick: bool) -> Result<(), String> {
             "copy_large_1thread_gbps": r.copy_large_1thread_gbps,
             "copy_large_all_threads_gbps": r.copy_large_all_threads_gbps,
             "large_copy_skipped": r.large_copy_skipped,
+            "backends": Backend::built().iter().map(|b| b.name()).collect::<Vec<_>>(),
+            "llvm": llvm_json(&r.llvm),
         });
         return print_out(&format!("{value:#}"));
     }
@@ -703,13 +751,14 @@ fn roofline_command(json: bool, quick: bool) -> Result<(), String> {
     )];
     let chains = r.fma_chains;
     lines.push(format!(
-        "f32x4 {op} peak ({chains} chains, 1 thread): {:.2} GFLOP/s",
+        "cranelift f32x4 {op} peak ({chains} chains, 1 thread): {:.2} GFLOP/s",
         r.f32x4_fma_gflops
     ));
     lines.push(format!(
-        "f32 {op} peak ({chains} chains, 1 thread): {:.2} GFLOP/s",
+        "cranelift f32 {op} peak ({chains} chains, 1 thread): {:.2} GFLOP/s",
         r.f32_fma_gflops
     ));
+    lines.extend(llvm_lines(&r.llvm, chains));
     let mib = |b: usize| b >> 20;
     let n = r.all_threads;
     let ws = mib(r.workload_copy_bytes);

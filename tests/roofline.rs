@@ -1,5 +1,6 @@
 //! `strata roofline --quick --json`: every figure is positive and finite, and the f32x4 fma peak
-//! beats the scalar one.
+//! beats the scalar one; LLVM's peaks are there exactly when LLVM is built in, one per register
+//! width the host has.
 
 use std::process::Command;
 
@@ -38,4 +39,34 @@ fn quick_json_roofline_is_sane() {
     }
     assert!(figure("repetitions") >= 1.0);
     assert!(figure("all_threads") >= 1.0);
+    check_llvm(&v, &stdout);
+}
+
+/// The `backends` list and the `llvm` figures: null without the feature, else no error and a
+/// positive peak for xmm (4 lanes) and each wider register, lanes doubling.
+fn check_llvm(v: &serde_json::Value, stdout: &str) {
+    let backends: Vec<&str> = v["backends"]
+        .as_array()
+        .unwrap_or_else(|| panic!("backends is a list: {stdout}"))
+        .iter()
+        .filter_map(|b| b.as_str())
+        .collect();
+    if !cfg!(feature = "llvm") {
+        assert_eq!(backends, ["cranelift"], "{stdout}");
+        assert!(v["llvm"].is_null(), "{stdout}");
+        return;
+    }
+    assert_eq!(backends, ["cranelift", "llvm"], "{stdout}");
+    assert!(v["llvm"]["error"].is_null(), "{stdout}");
+    let peaks = v["llvm"]["peaks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("llvm.peaks is a list: {stdout}"));
+    assert_eq!(peaks.first().map(|p| &p["register"]), Some(&"xmm".into()));
+    let mut lanes = 4;
+    for peak in peaks {
+        assert_eq!(peak["lanes"], lanes, "{stdout}");
+        let gflops = peak["fma_gflops"].as_f64().unwrap_or(0.0);
+        assert!(gflops.is_finite() && gflops > 0.0, "{stdout}");
+        lanes *= 2;
+    }
 }

@@ -1,8 +1,9 @@
 //! A roofline probe of this machine, measured in one run: the compute peak of Cranelift-generated
 //! code (a JIT-compiled loop of independent `fma` accumulator chains, f32x4 and scalar f32, one
-//! thread, with the same module settings as strata's kernels) and the memory copy bandwidth of
-//! plain Rust `copy_from_slice` over a working set like the workloads' and over a large one, with
-//! one thread and with all threads.
+//! thread, with the same module settings as strata's kernels), with the feature `llvm` the peak
+//! of LLVM-generated code per vector register width the host has (`llvm` below: xmm, ymm, zmm),
+//! and the memory copy bandwidth of plain Rust `copy_from_slice` over a working set like the
+//! workloads' and over a large one, with one thread and with all threads.
 //!
 //! Every figure is the best of [`Roofline::repetitions`] repetitions, each measured for at least
 //! [`Roofline::min_time_s`] seconds.
@@ -13,6 +14,12 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module};
 use std::time::{Duration, Instant};
+
+/// LLVM's probe (declared here rather than in `llvm/mod.rs`, which is the code generator's:
+/// the probe shares this module's timing and its figures land in [`Roofline`]).
+#[cfg(feature = "llvm")]
+#[path = "llvm/roofline.rs"]
+pub mod llvm;
 
 /// Independent accumulator chains in the compute loop (12 fill both FMA ports: latency 4).
 pub const FMA_CHAINS: usize = 12;
@@ -55,6 +62,31 @@ pub struct Roofline {
     pub copy_large_1thread_gbps: Option<f64>,
     pub copy_large_all_threads_gbps: Option<f64>,
     pub large_copy_skipped: Option<String>,
+    /// LLVM's fma peaks: `None` when this strata is built without LLVM, `Some(Err(why))` when
+    /// LLVM could not build or run its probe.
+    pub llvm: Option<Result<LlvmPeaks, String>>,
+}
+
+/// The fma peak of LLVM-generated code at each vector width the host has.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LlvmPeaks {
+    /// The CPU LLVM compiled for (e.g. `sapphirerapids`).
+    pub cpu: String,
+    /// Whether the host has fused multiply-add; without it the chains are `fmul` + `fadd`.
+    pub native_fma: bool,
+    /// One per register width the host has, narrowest first.
+    pub peaks: Vec<WidthPeak>,
+}
+
+/// The peak of one vector width.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WidthPeak {
+    /// The x86 register the vector fills (`xmm`, `ymm`, `zmm`; `v128` elsewhere).
+    pub register: &'static str,
+    /// f32 lanes per vector.
+    pub lanes: u32,
+    /// GFLOP/s (one thread, [`FMA_CHAINS`] chains), 2 flops per lane per fma.
+    pub gflops: f64,
 }
 
 /// Measures every figure; takes a few seconds (well under one with `quick`).
@@ -64,6 +96,7 @@ pub fn measure(quick: bool) -> Roofline {
     let all_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
 
     let (native_fma, f32x4, f32) = compute_peaks(repetitions, min_time);
+    let llvm = llvm_peaks(repetitions, min_time);
 
     let workload = copy_bandwidths(WORKLOAD_COPY_BYTES, all_threads, repetitions, min_time)
         .expect("the workload-sized copy buffers can be allocated");
@@ -95,7 +128,20 @@ pub fn measure(quick: bool) -> Roofline {
         copy_large_1thread_gbps: large.0,
         copy_large_all_threads_gbps: large.1,
         large_copy_skipped,
+        llvm,
     }
+}
+
+/// LLVM's peaks, when this strata has LLVM.
+#[cfg(feature = "llvm")]
+fn llvm_peaks(repetitions: usize, min_time: Duration) -> Option<Result<LlvmPeaks, String>> {
+    Some(llvm::measure(repetitions, min_time))
+}
+
+/// Without LLVM built in there is nothing to measure.
+#[cfg(not(feature = "llvm"))]
+fn llvm_peaks(_repetitions: usize, _min_time: Duration) -> Option<Result<LlvmPeaks, String>> {
+    None
 }
 
 /// The best rate (work per second) of `repetitions` repetitions of at least `min_time` each;
