@@ -3,7 +3,8 @@
 //! domains, scans, histograms, casts between every numeric type, boundary conditions, gathers),
 //! each with a random legal schedule (`generate::random_schedule`) or the default one, on a random
 //! shape (output extents of 0 and 1 included, so update domains are often empty), run by the
-//! reference evaluator, the loop-IR interpreter and the JIT with one to three threads.
+//! reference evaluator, the loop-IR interpreter and the JIT (every backend built in) with one to
+//! three threads.
 //!
 //! The three must agree: integers exactly, floats within 1e-4 relative to the larger of 1 and the
 //! expected value (reassociated sums, fused multiply-adds, the vector `exp` polynomial). The only
@@ -22,7 +23,7 @@ use strata_dsl::ir::{Extent, InputKind};
 use strata_dsl::random::{agree, random_args};
 use strata_dsl::Sizes;
 use strata_dsl::{evaluate, Args, Buffer, EvalError, Pipeline, Value};
-use strata_jit::{CallError, CodegenOptions, CompiledKernel};
+use strata_jit::{Backend, CallError, CodegenOptions, CompiledKernel};
 use strata_scheduler::generate::random_schedule;
 use strata_scheduler::generate_pipeline::{random_pipeline, GeneratedKernel, FEATURES};
 use strata_scheduler::interp::{interpret, InterpError};
@@ -91,8 +92,9 @@ fn draw(seed: u64) -> Result<Case, String> {
     })
 }
 
-fn options() -> CodegenOptions {
+fn options(backend: Backend) -> CodegenOptions {
     CodegenOptions {
+        backend,
         verify: true,
         ..CodegenOptions::default()
     }
@@ -109,14 +111,19 @@ fn run_case(case: &Case) -> Result<Outcome, String> {
     }
     let lowered =
         lower(&case.pipeline, &case.schedule).map_err(|e| format!("lowering failed: {e}"))?;
-    let compiled = CompiledKernel::new(&lowered, &options())
-        .map_err(|e| format!("compilation failed: {e}\n{lowered}"))?;
     let expected = evaluate(&case.pipeline, &args);
     let interpreted = interpret(&lowered, &args);
-    let jitted = compiled.run(&args, case.threads);
     let round_up = case.schedule.to_string().contains("round_up");
-    let outcome = compare(&expected, &interpreted, &jitted, round_up);
-    outcome.map_err(|e| format!("{e}\nloop IR:\n{lowered}"))
+    let mut outcome = Err("no backend is built".to_string());
+    for backend in Backend::built() {
+        let compiled = CompiledKernel::new(&lowered, &options(backend))
+            .map_err(|e| format!("{backend}: compilation failed: {e}\n{lowered}"))?;
+        let jitted = compiled.run(&args, case.threads);
+        outcome = compare(&expected, &interpreted, &jitted, round_up)
+            .map_err(|e| format!("{backend}: {e}\nloop IR:\n{lowered}"));
+        outcome.as_ref()?;
+    }
+    outcome
 }
 
 /// The verdict on the three results.
@@ -332,19 +339,24 @@ fn shapes_near_the_i32_limit_are_refused_or_empty() {
 /// One near-limit call: the JIT either refuses clearly or returns the reference's answer.
 fn huge_case(case: &Case, args: &Args) -> Result<(), String> {
     let lowered = lower(&case.pipeline, &case.schedule).map_err(|e| format!("lowering: {e}"))?;
-    let compiled =
-        CompiledKernel::new(&lowered, &options()).map_err(|e| format!("compiling: {e}"))?;
-    let Ok(got) = compiled.run(args, case.threads) else {
-        return Ok(());
-    };
-    match evaluate(&case.pipeline, args) {
-        Ok(expected) => agree(&got, &expected, FLOAT_TOLERANCE),
-        Err(e) => Err(format!(
-            "the JIT ran ({} {:?}) where the reference refused: {e}",
-            got.dtype(),
-            got.shape()
-        )),
+    for backend in Backend::built() {
+        let compiled = CompiledKernel::new(&lowered, &options(backend))
+            .map_err(|e| format!("{backend}: compiling: {e}"))?;
+        let Ok(got) = compiled.run(args, case.threads) else {
+            continue;
+        };
+        match evaluate(&case.pipeline, args) {
+            Ok(expected) => agree(&got, &expected, FLOAT_TOLERANCE)?,
+            Err(e) => {
+                return Err(format!(
+                    "{backend}: the JIT ran ({} {:?}) where the reference refused: {e}",
+                    got.dtype(),
+                    got.shape()
+                ))
+            }
+        }
     }
+    Ok(())
 }
 
 /// A replay tool for minimizing a failure by hand, not a check: runs the kernel in the file

@@ -32,7 +32,8 @@ const INT_TYPES: [Dtype; 7] = [
 
 struct Kernel {
     pipeline: Pipeline,
-    compiled: CompiledKernel,
+    /// The kernel compiled by each backend built in (Cranelift first).
+    compiled: Vec<CompiledKernel>,
 }
 
 /// Parses, schedules, lowers and compiles `source` with the verifier on; a vectorizing
@@ -45,16 +46,33 @@ fn compile(source: &str, schedule: &str) -> Kernel {
             "`{schedule}` should give vector code:\n{lowered}"
         );
     }
-    let compiled = common::compile_lowered(source, schedule, &lowered);
+    let compiled = common::compile_with_every_backend(source, schedule, &lowered);
     Kernel { pipeline, compiled }
 }
 
 /// Runs the compiled kernel (two threads) and the reference evaluator on the same arguments.
+/// Every backend must give the same bits (NaNs aside) as the first; its result is returned.
 fn run_both(kernel: &Kernel, args: &Args, what: &str) -> (Buffer, Buffer) {
-    let got = kernel
+    let results: Vec<Buffer> = kernel
         .compiled
-        .run(args, 2)
-        .unwrap_or_else(|e| panic!("{what}: the call was refused: {e}"));
+        .iter()
+        .map(|c| {
+            c.run(args, 2)
+                .unwrap_or_else(|e| panic!("{what} ({}): the call was refused: {e}", c.backend()))
+        })
+        .collect();
+    let got = results[0].clone();
+    for (other, compiled) in results.iter().zip(&kernel.compiled).skip(1) {
+        let pairs = elements(&got).into_iter().zip(elements(other));
+        for (k, (a, b)) in pairs.enumerate() {
+            assert!(
+                same(a, b),
+                "{what}: element {k} is {a:?} from {} but {b:?} from {}",
+                kernel.compiled[0].backend(),
+                compiled.backend()
+            );
+        }
+    }
     let expected =
         evaluate(&kernel.pipeline, args).unwrap_or_else(|e| panic!("{what}: reference: {e}"));
     assert_eq!(got.shape(), expected.shape(), "{what}");
@@ -908,20 +926,27 @@ fn boundary_conditions_on_an_empty_input() {
         for schedule in ["", "O: vectorize(i, 4)"] {
             let kernel = compile(&source, schedule);
             let args = Args::new().buffer("A", Buffer::from_vec(&[0], Vec::<i32>::new()).unwrap());
-            let what = format!("{boundary} N=0 `{schedule}`");
-            match kernel.compiled.run(&args, 1) {
-                Ok(got) => {
-                    let reference = evaluate(&kernel.pipeline, &args).unwrap_or_else(|e| {
-                        panic!("{what}: the JIT ran but the reference says {e}")
-                    });
-                    assert_eq!(got, reference, "{what}");
-                }
-                Err(CallError::InputTooSmall { input, extent, .. }) => {
-                    assert_eq!((input.as_str(), extent), ("A", 0), "{what}");
-                }
-                Err(e) => panic!("{what}: unexpected refusal {e}"),
+            for compiled in &kernel.compiled {
+                let what = format!("{boundary} N=0 `{schedule}` ({})", compiled.backend());
+                empty_input_is_handled(&kernel.pipeline, compiled, &args, &what);
             }
         }
+    }
+}
+
+/// `compiled` on `args` (with an empty input `A`) agrees with the reference or refuses the
+/// input before running.
+fn empty_input_is_handled(pipeline: &Pipeline, compiled: &CompiledKernel, args: &Args, what: &str) {
+    match compiled.run(args, 1) {
+        Ok(got) => {
+            let reference = evaluate(pipeline, args)
+                .unwrap_or_else(|e| panic!("{what}: the JIT ran but the reference says {e}"));
+            assert_eq!(got, reference, "{what}");
+        }
+        Err(CallError::InputTooSmall { input, extent, .. }) => {
+            assert_eq!((input.as_str(), extent), ("A", 0), "{what}");
+        }
+        Err(e) => panic!("{what}: unexpected refusal {e}"),
     }
 }
 

@@ -81,9 +81,9 @@ pub fn compile(kernel: &LoweredKernel, options: &CodegenOptions) -> Result<LlvmC
     define_entry(&mut gen, kernel).map_err(|Fail(m)| llvm_error(&kernel.name, m))?;
     let module = gen.module;
     if options.verify {
-        module
-            .verify()
-            .map_err(|e| llvm_error(&kernel.name, format!("{}\n{}", e, module.print_to_string())))?;
+        module.verify().map_err(|e| {
+            llvm_error(&kernel.name, format!("{}\n{}", e, module.print_to_string()))
+        })?;
     }
     optimize(&module, &machine, options)?;
     let mut ir = Vec::new();

@@ -86,7 +86,7 @@ impl<'ctx> FnGen<'_, 'ctx> {
     }
 
     /// A value loaded from memory (`bool` as a byte) in register form (`bool` as `i1`).
-    pub fn to_register(&mut self, v: V<'ctx>, ty: IrType) -> Result<V<'ctx>, Fail> {
+    pub fn register_form(&mut self, v: V<'ctx>, ty: IrType) -> Result<V<'ctx>, Fail> {
         if ty.dtype != Dtype::Bool {
             return Ok(v);
         }
@@ -95,7 +95,7 @@ impl<'ctx> FnGen<'_, 'ctx> {
     }
 
     /// A value in register form as it is stored (`bool` as a byte, 0 or 1).
-    pub fn to_memory(&mut self, v: V<'ctx>, ty: IrType) -> Result<V<'ctx>, Fail> {
+    pub fn memory_form(&mut self, v: V<'ctx>, ty: IrType) -> Result<V<'ctx>, Fail> {
         if ty.dtype != Dtype::Bool {
             return Ok(v);
         }
@@ -153,18 +153,21 @@ impl<'ctx> FnGen<'_, 'ctx> {
 
     /// `ty.lanes` contiguous elements from `at`, aligned only to the element.
     pub fn load_value(&mut self, at: PointerValue<'ctx>, ty: IrType) -> Result<V<'ctx>, Fail> {
-        let memory = retype(ty, if ty.dtype == Dtype::Bool {
-            Dtype::U8
-        } else {
-            ty.dtype
-        });
+        let memory = retype(
+            ty,
+            if ty.dtype == Dtype::Bool {
+                Dtype::U8
+            } else {
+                ty.dtype
+            },
+        );
         let load_type = self.value_type(memory);
         let v = self.b.build_load(load_type, at, "")?;
         if let Some(inst) = v.as_instruction_value() {
             inst.set_alignment(ty.dtype.bytes() as u32)
                 .map_err(|e| Fail(e.to_string()))?;
         }
-        self.to_register(v, ty)
+        self.register_form(v, ty)
     }
 
     fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr, ty: IrType) -> Result<V<'ctx>, Fail> {
@@ -198,7 +201,12 @@ impl<'ctx> FnGen<'_, 'ctx> {
 
     /// `a * b + c` on floats as `llvm.fmuladd` (fused where the host has FMA, as the
     /// Cranelift backend does; the stated float tolerance covers the single rounding).
-    fn fused_multiply_add(&mut self, op: BinOp, a: &Expr, b: &Expr) -> Result<Option<V<'ctx>>, Fail> {
+    fn fused_multiply_add(
+        &mut self,
+        op: BinOp,
+        a: &Expr,
+        b: &Expr,
+    ) -> Result<Option<V<'ctx>>, Fail> {
         if op != BinOp::Add || !a.ty().dtype.is_float() {
             return Ok(None);
         }
@@ -214,7 +222,13 @@ impl<'ctx> FnGen<'_, 'ctx> {
         Ok(Some(self.intrinsic("llvm.fmuladd", &[t], &[x, y, c])?))
     }
 
-    fn compare(&mut self, op: BinOp, x: V<'ctx>, y: V<'ctx>, dtype: Dtype) -> Result<V<'ctx>, Fail> {
+    fn compare(
+        &mut self,
+        op: BinOp,
+        x: V<'ctx>,
+        y: V<'ctx>,
+        dtype: Dtype,
+    ) -> Result<V<'ctx>, Fail> {
         if dtype.is_float() {
             let p = match op {
                 BinOp::Eq => FloatPredicate::OEQ,
@@ -253,7 +267,13 @@ impl<'ctx> FnGen<'_, 'ctx> {
     /// Euclidean `/` or `%` of signed integers: `b == 0` gives 0, `MIN / -1` wraps, and no
     /// instruction can trap or be undefined (the divisor is replaced by 1 where the real one
     /// would).
-    fn signed_div_mod(&mut self, op: BinOp, x: V<'ctx>, y: V<'ctx>, ty: IrType) -> Result<V<'ctx>, Fail> {
+    fn signed_div_mod(
+        &mut self,
+        op: BinOp,
+        x: V<'ctx>,
+        y: V<'ctx>,
+        ty: IrType,
+    ) -> Result<V<'ctx>, Fail> {
         let zero = self.constant_of(Value::I64(0), ty)?;
         let one = self.constant_of(Value::I64(1), ty)?;
         let minus_one = self.constant_of(Value::I64(-1), ty)?;
@@ -282,7 +302,13 @@ impl<'ctx> FnGen<'_, 'ctx> {
         self.select(is_zero, zero, result)
     }
 
-    fn unsigned_div_mod(&mut self, op: BinOp, x: V<'ctx>, y: V<'ctx>, ty: IrType) -> Result<V<'ctx>, Fail> {
+    fn unsigned_div_mod(
+        &mut self,
+        op: BinOp,
+        x: V<'ctx>,
+        y: V<'ctx>,
+        ty: IrType,
+    ) -> Result<V<'ctx>, Fail> {
         let zero = self.constant_of(Value::I64(0), ty)?;
         let one = self.constant_of(Value::I64(1), ty)?;
         let is_zero = self.icmp(IntPredicate::EQ, y, zero)?;
@@ -335,7 +361,13 @@ impl<'ctx> FnGen<'_, 'ctx> {
     }
 
     /// Wrapping integer conversion: truncate, or extend by the source's signedness.
-    fn int_to_int(&mut self, x: V<'ctx>, from: Dtype, to: Dtype, target: BasicTypeEnum<'ctx>) -> Result<V<'ctx>, Fail> {
+    fn int_to_int(
+        &mut self,
+        x: V<'ctx>,
+        from: Dtype,
+        to: Dtype,
+        target: BasicTypeEnum<'ctx>,
+    ) -> Result<V<'ctx>, Fail> {
         let bits = |d: Dtype| if d == Dtype::Bool { 1 } else { d.bytes() * 8 };
         if bits(from) == bits(to) {
             return Ok(x); // u32 <-> i32 and friends share their bits
@@ -367,14 +399,23 @@ impl<'ctx> FnGen<'_, 'ctx> {
             Intrinsic::Ceil => self.float_unary("llvm.ceil", values[0]),
             Intrinsic::Round => self.float_unary("llvm.roundeven", values[0]),
             Intrinsic::Sqrt => self.float_unary("llvm.sqrt", values[0]),
-            Intrinsic::Exp if dtype == Dtype::F32 && ty.is_vector() => self.exp_f32(values[0], ty),
-            Intrinsic::Log if dtype == Dtype::F32 && ty.is_vector() => self.log_f32(values[0], ty),
+            Intrinsic::Exp if polynomial_math(ty) => self.exp_f32(values[0], ty),
+            Intrinsic::Log if polynomial_math(ty) => self.log_f32(values[0], ty),
+            Intrinsic::FastExp => self.fast_exp(values[0], ty.lanes),
+            Intrinsic::FastLog => self.fast_log(values[0], ty.lanes),
+            Intrinsic::FastPow => self.fast_pow(values[0], values[1], ty.lanes),
             _ => self.math_call(f, &values, args, ty),
         }
     }
 
     /// `a < b ? a : b` (`min`) or `a > b ? a : b` (`max`), on scalars or vectors.
-    fn min_max(&mut self, is_min: bool, x: V<'ctx>, y: V<'ctx>, dtype: Dtype) -> Result<V<'ctx>, Fail> {
+    fn min_max(
+        &mut self,
+        is_min: bool,
+        x: V<'ctx>,
+        y: V<'ctx>,
+        dtype: Dtype,
+    ) -> Result<V<'ctx>, Fail> {
         let op = if is_min { BinOp::Lt } else { BinOp::Gt };
         let pick_x = self.compare(op, x, y, dtype)?;
         self.select(pick_x, x, y)
@@ -395,7 +436,13 @@ impl<'ctx> FnGen<'_, 'ctx> {
     }
 
     /// A math function without an instruction: the runtime's scalar function, lane by lane.
-    fn math_call(&mut self, f: Intrinsic, values: &[V<'ctx>], args: &[Expr], ty: IrType) -> Result<V<'ctx>, Fail> {
+    fn math_call(
+        &mut self,
+        f: Intrinsic,
+        values: &[V<'ctx>],
+        args: &[Expr],
+        ty: IrType,
+    ) -> Result<V<'ctx>, Fail> {
         let name = math_symbol(f, ty.dtype)
             .ok_or_else(|| Fail(format!("no code for `{}` on {}", f.name(), ty.dtype)))?;
         let scalar = self.scalar_type(ty.dtype);
@@ -420,7 +467,13 @@ impl<'ctx> FnGen<'_, 'ctx> {
     }
 
     /// `base + stride * [0, 1, ..., lanes - 1]`, wrapping as the scalar arithmetic does.
-    fn ramp(&mut self, base: &Expr, stride: &Expr, lanes: u16, ty: IrType) -> Result<V<'ctx>, Fail> {
+    fn ramp(
+        &mut self,
+        base: &Expr,
+        stride: &Expr,
+        lanes: u16,
+        ty: IrType,
+    ) -> Result<V<'ctx>, Fail> {
         let base = self.expr(base)?;
         let stride = self.expr(stride)?;
         let base = self.splat(base, lanes)?;
@@ -463,6 +516,13 @@ impl<'ctx> FnGen<'_, 'ctx> {
         }
         Ok(acc)
     }
+}
+
+/// Whether `exp`/`log` of `ty` use the inline polynomial rather than libm lane by lane: for
+/// f32 vectors of whole 128-bit pieces, exactly where the Cranelift backend does, so both
+/// backends give the same bits.
+fn polynomial_math(ty: IrType) -> bool {
+    ty.dtype == Dtype::F32 && ty.is_vector() && ty.lanes.is_multiple_of(4)
 }
 
 /// The runtime symbol for a math function without an instruction.

@@ -129,7 +129,11 @@ impl<'ctx> Env<'ctx> {
             .iter()
             .find(|(n, ..)| n == name)
             .map(|(_, v, _)| *v)
-            .ok_or_else(|| Fail(format!("unknown parameter `{name}` reached code generation")))
+            .ok_or_else(|| {
+                Fail(format!(
+                    "unknown parameter `{name}` reached code generation"
+                ))
+            })
     }
 }
 
@@ -312,7 +316,8 @@ impl<'ctx> FnGen<'_, 'ctx> {
         let ptr_ty: BasicTypeEnum = self.ptr_type().into();
         for input in &kernel.inputs {
             let p = self.frame_slot(frame, &mut slot, ptr_ty)?;
-            env.buffers.push((input.name.clone(), p.into_pointer_value()));
+            env.buffers
+                .push((input.name.clone(), p.into_pointer_value()));
             env.read_only.push(input.name.clone());
         }
         let out = self.frame_slot(frame, &mut slot, ptr_ty)?;
@@ -325,7 +330,7 @@ impl<'ctx> FnGen<'_, 'ctx> {
         }
         for (name, dtype) in &kernel.params {
             let v = self.frame_slot(frame, &mut slot, self.memory_type(*dtype))?;
-            let v = self.to_register(v, IrType::scalar(*dtype))?;
+            let v = self.register_form(v, IrType::scalar(*dtype))?;
             env.params.push((name.clone(), v, *dtype));
         }
         env.threads = Some(self.frame_slot(frame, &mut slot, i32_ty)?.into_int_value());

@@ -15,11 +15,13 @@ use strata_scheduler::Type as IrType;
 macro_rules! int_binary {
     ($gen:expr, $method:ident, $x:expr, $y:expr) => {
         match ($x, $y) {
-            (inkwell::values::BasicValueEnum::IntValue(a), BasicValueEnum::IntValue(b)) => {
-                Ok(inkwell::values::BasicValue::as_basic_value_enum(&$gen.b.$method(a, b, "")?))
-            }
+            (inkwell::values::BasicValueEnum::IntValue(a), BasicValueEnum::IntValue(b)) => Ok(
+                inkwell::values::BasicValue::as_basic_value_enum(&$gen.b.$method(a, b, "")?),
+            ),
             (inkwell::values::BasicValueEnum::VectorValue(a), BasicValueEnum::VectorValue(b)) => {
-                Ok(inkwell::values::BasicValue::as_basic_value_enum(&$gen.b.$method(a, b, "")?))
+                Ok(inkwell::values::BasicValue::as_basic_value_enum(
+                    &$gen.b.$method(a, b, "")?,
+                ))
             }
             (a, b) => Err(super::functions::Fail::types(stringify!($method), a, b)),
         }
@@ -30,11 +32,13 @@ macro_rules! int_binary {
 macro_rules! float_binary {
     ($gen:expr, $method:ident, $x:expr, $y:expr) => {
         match ($x, $y) {
-            (inkwell::values::BasicValueEnum::FloatValue(a), BasicValueEnum::FloatValue(b)) => {
-                Ok(inkwell::values::BasicValue::as_basic_value_enum(&$gen.b.$method(a, b, "")?))
-            }
+            (inkwell::values::BasicValueEnum::FloatValue(a), BasicValueEnum::FloatValue(b)) => Ok(
+                inkwell::values::BasicValue::as_basic_value_enum(&$gen.b.$method(a, b, "")?),
+            ),
             (inkwell::values::BasicValueEnum::VectorValue(a), BasicValueEnum::VectorValue(b)) => {
-                Ok(inkwell::values::BasicValue::as_basic_value_enum(&$gen.b.$method(a, b, "")?))
+                Ok(inkwell::values::BasicValue::as_basic_value_enum(
+                    &$gen.b.$method(a, b, "")?,
+                ))
             }
             (a, b) => Err(super::functions::Fail::types(stringify!($method), a, b)),
         }
@@ -45,12 +49,18 @@ macro_rules! float_binary {
 macro_rules! int_convert {
     ($gen:expr, $method:ident, $x:expr, $to:expr) => {
         match ($x, $to) {
-            (inkwell::values::BasicValueEnum::IntValue(a), inkwell::types::BasicTypeEnum::IntType(t)) => {
-                Ok(inkwell::values::BasicValue::as_basic_value_enum(&$gen.b.$method(a, t, "")?))
-            }
-            (inkwell::values::BasicValueEnum::VectorValue(a), inkwell::types::BasicTypeEnum::VectorType(t)) => {
-                Ok(inkwell::values::BasicValue::as_basic_value_enum(&$gen.b.$method(a, t, "")?))
-            }
+            (
+                inkwell::values::BasicValueEnum::IntValue(a),
+                inkwell::types::BasicTypeEnum::IntType(t),
+            ) => Ok(inkwell::values::BasicValue::as_basic_value_enum(
+                &$gen.b.$method(a, t, "")?,
+            )),
+            (
+                inkwell::values::BasicValueEnum::VectorValue(a),
+                inkwell::types::BasicTypeEnum::VectorType(t),
+            ) => Ok(inkwell::values::BasicValue::as_basic_value_enum(
+                &$gen.b.$method(a, t, "")?,
+            )),
             (a, _) => Err(super::functions::Fail::types(stringify!($method), a, a)),
         }
     };
@@ -60,12 +70,18 @@ macro_rules! int_convert {
 macro_rules! float_convert {
     ($gen:expr, $method:ident, $x:expr, $to:expr) => {
         match ($x, $to) {
-            (inkwell::values::BasicValueEnum::FloatValue(a), inkwell::types::BasicTypeEnum::FloatType(t)) => {
-                Ok(inkwell::values::BasicValue::as_basic_value_enum(&$gen.b.$method(a, t, "")?))
-            }
-            (inkwell::values::BasicValueEnum::VectorValue(a), inkwell::types::BasicTypeEnum::VectorType(t)) => {
-                Ok(inkwell::values::BasicValue::as_basic_value_enum(&$gen.b.$method(a, t, "")?))
-            }
+            (
+                inkwell::values::BasicValueEnum::FloatValue(a),
+                inkwell::types::BasicTypeEnum::FloatType(t),
+            ) => Ok(inkwell::values::BasicValue::as_basic_value_enum(
+                &$gen.b.$method(a, t, "")?,
+            )),
+            (
+                inkwell::values::BasicValueEnum::VectorValue(a),
+                inkwell::types::BasicTypeEnum::VectorType(t),
+            ) => Ok(inkwell::values::BasicValue::as_basic_value_enum(
+                &$gen.b.$method(a, t, "")?,
+            )),
             (a, _) => Err(super::functions::Fail::types(stringify!($method), a, a)),
         }
     };
@@ -75,12 +91,18 @@ macro_rules! float_convert {
 macro_rules! int_to_float {
     ($gen:expr, $method:ident, $x:expr, $to:expr) => {
         match ($x, $to) {
-            (inkwell::values::BasicValueEnum::IntValue(a), inkwell::types::BasicTypeEnum::FloatType(t)) => Ok(
-                inkwell::values::BasicValue::as_basic_value_enum(&$gen.b.$method(a, t, "")?),
-            ),
-            (inkwell::values::BasicValueEnum::VectorValue(a), inkwell::types::BasicTypeEnum::VectorType(t)) => Ok(
-                inkwell::values::BasicValue::as_basic_value_enum(&$gen.b.$method(a, t, "")?),
-            ),
+            (
+                inkwell::values::BasicValueEnum::IntValue(a),
+                inkwell::types::BasicTypeEnum::FloatType(t),
+            ) => Ok(inkwell::values::BasicValue::as_basic_value_enum(
+                &$gen.b.$method(a, t, "")?,
+            )),
+            (
+                inkwell::values::BasicValueEnum::VectorValue(a),
+                inkwell::types::BasicTypeEnum::VectorType(t),
+            ) => Ok(inkwell::values::BasicValue::as_basic_value_enum(
+                &$gen.b.$method(a, t, "")?,
+            )),
             (a, _) => Err(super::functions::Fail::types(stringify!($method), a, a)),
         }
     };
@@ -133,9 +155,9 @@ impl<'ctx> FnGen<'_, 'ctx> {
             (Value::F32(x), BasicTypeEnum::FloatType(t)) => t.const_float(f64::from(x)).into(),
             (Value::F64(x), BasicTypeEnum::FloatType(t)) => t.const_float(x).into(),
             (Value::Bool(x), BasicTypeEnum::IntType(t)) => t.const_int(u64::from(x), false).into(),
-            (other, BasicTypeEnum::IntType(t)) => {
-                t.const_int(other.as_i64().unwrap_or(0) as u64, false).into()
-            }
+            (other, BasicTypeEnum::IntType(t)) => t
+                .const_int(other.as_i64().unwrap_or(0) as u64, false)
+                .into(),
             (_, t) => t.const_zero(),
         }
     }
@@ -158,9 +180,7 @@ impl<'ctx> FnGen<'_, 'ctx> {
             _ => return Err(Fail::msg("splat of a non-scalar")),
         };
         let zero = self.g.ctx.i32_type().const_zero();
-        let one_lane = self
-            .b
-            .build_insert_element(vty.get_undef(), x, zero, "")?;
+        let one_lane = self.b.build_insert_element(vty.get_undef(), x, zero, "")?;
         let mask = self.g.ctx.i32_type().vec_type(n).const_zero();
         Ok(self
             .b
@@ -171,7 +191,9 @@ impl<'ctx> FnGen<'_, 'ctx> {
     /// Lane `i` of vector `v`.
     pub fn lane(&mut self, v: V<'ctx>, i: u32) -> Result<V<'ctx>, Fail> {
         let index = self.g.ctx.i32_type().const_int(u64::from(i), false);
-        Ok(self.b.build_extract_element(v.into_vector_value(), index, "")?)
+        Ok(self
+            .b
+            .build_extract_element(v.into_vector_value(), index, "")?)
     }
 
     /// A vector of `lanes` built from scalars.
@@ -257,14 +279,23 @@ impl<'ctx> FnGen<'_, 'ctx> {
 
     /// `x >> k` with zeros shifted in, lane-wise.
     pub fn shift_right_logical(&mut self, x: V<'ctx>, k: V<'ctx>) -> Result<V<'ctx>, Fail> {
+        self.shift_right(x, k, false)
+    }
+
+    /// `x >> k` with the sign shifted in, lane-wise.
+    pub fn shift_right_arithmetic(&mut self, x: V<'ctx>, k: V<'ctx>) -> Result<V<'ctx>, Fail> {
+        self.shift_right(x, k, true)
+    }
+
+    fn shift_right(&mut self, x: V<'ctx>, k: V<'ctx>, sign: bool) -> Result<V<'ctx>, Fail> {
         match (x, k) {
             (BasicValueEnum::IntValue(a), BasicValueEnum::IntValue(b)) => {
-                Ok(self.b.build_right_shift(a, b, false, "")?.into())
+                Ok(self.b.build_right_shift(a, b, sign, "")?.into())
             }
             (BasicValueEnum::VectorValue(a), BasicValueEnum::VectorValue(b)) => {
-                Ok(self.b.build_right_shift(a, b, false, "")?.into())
+                Ok(self.b.build_right_shift(a, b, sign, "")?.into())
             }
-            (a, b) => Err(Fail::types("lshr", a, b)),
+            (a, b) => Err(Fail::types("shift right", a, b)),
         }
     }
 

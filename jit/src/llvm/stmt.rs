@@ -64,7 +64,13 @@ impl<'ctx> FnGen<'_, 'ctx> {
         }
     }
 
-    fn serial_for(&mut self, var: &str, min: &Expr, extent: &Expr, body: &Stmt) -> Result<(), Fail> {
+    fn serial_for(
+        &mut self,
+        var: &str,
+        min: &Expr,
+        extent: &Expr,
+        body: &Stmt,
+    ) -> Result<(), Fail> {
         let lo = self.expr(min)?.into_int_value();
         let n = self.expr(extent)?.into_int_value();
         let hi = self.b.build_int_add(lo, n, "")?;
@@ -110,7 +116,9 @@ impl<'ctx> FnGen<'_, 'ctx> {
             .build_int_compare(IntPredicate::SGE, i_value, hi, "")?;
         self.b.build_conditional_branch(done, exit, body_block)?;
         self.b.position_at_end(body_block);
-        self.env.vars.push((var.to_string(), i_value.into(), IrType::I32));
+        self.env
+            .vars
+            .push((var.to_string(), i_value.into(), IrType::I32));
         self.stmt(body)?;
         self.env.vars.pop();
         let one = self.g.ctx.i32_type().const_int(1, false);
@@ -160,7 +168,7 @@ impl<'ctx> FnGen<'_, 'ctx> {
             return Ok(());
         }
         let base = self.env.buffer(buffer)?;
-        let v = self.to_memory(v, ty.with_lanes(lanes))?;
+        let v = self.memory_form(v, ty.with_lanes(lanes))?;
         if lanes == 1 {
             let at = self.element_pointer(base, index, ty.dtype)?;
             return self.store_value(at, v, ty.dtype);
@@ -194,7 +202,13 @@ impl<'ctx> FnGen<'_, 'ctx> {
 
     /// Storage for `body`: on the stack when small and constant, else from the runtime (freed
     /// after `body`; the IR has no early exits, so that is every path).
-    fn allocate(&mut self, buffer: &str, dtype: Dtype, size: &Expr, body: &Stmt) -> Result<(), Fail> {
+    fn allocate(
+        &mut self,
+        buffer: &str,
+        dtype: Dtype,
+        size: &Expr,
+        body: &Stmt,
+    ) -> Result<(), Fail> {
         let elem = dtype.bytes() as i64;
         let memory_type = self.memory_type(dtype);
         if let Some(n) = size.as_int().filter(|n| n * elem <= STACK_ALLOCATION_LIMIT) {
@@ -225,7 +239,12 @@ impl<'ctx> FnGen<'_, 'ctx> {
         Ok(())
     }
 
-    fn with_buffer(&mut self, name: &str, ptr: PointerValue<'ctx>, body: &Stmt) -> Result<(), Fail> {
+    fn with_buffer(
+        &mut self,
+        name: &str,
+        ptr: PointerValue<'ctx>,
+        body: &Stmt,
+    ) -> Result<(), Fail> {
         self.env.buffers.push((name.to_string(), ptr));
         let result = self.stmt(body);
         self.env.buffers.pop();
@@ -243,7 +262,10 @@ impl<'ctx> FnGen<'_, 'ctx> {
             let less = self
                 .b
                 .build_int_compare(IntPredicate::SLT, product, cap, "")?;
-            return Ok(self.b.build_select(less, product, cap, "")?.into_int_value());
+            return Ok(self
+                .b
+                .build_select(less, product, cap, "")?
+                .into_int_value());
         }
         let n = self.expr(size)?;
         self.index64(n)
@@ -251,7 +273,13 @@ impl<'ctx> FnGen<'_, 'ctx> {
 
     /// A parallel loop: the body becomes a function of `(ctx, lo, hi)` reading every value in
     /// scope back from a stack context, called through `strata_parallel_for`.
-    fn parallel_for(&mut self, var: &str, min: &Expr, extent: &Expr, body: &Stmt) -> Result<(), Fail> {
+    fn parallel_for(
+        &mut self,
+        var: &str,
+        min: &Expr,
+        extent: &Expr,
+        body: &Stmt,
+    ) -> Result<(), Fail> {
         let lo = self.expr(min)?.into_int_value();
         let n = self.expr(extent)?.into_int_value();
         let captured = self.env.clone();
@@ -298,7 +326,8 @@ impl<'ctx> FnGen<'_, 'ctx> {
         let name = format!("parallel_{}", self.g.count);
         let ptr_ty: BasicTypeEnum = self.ptr_type().into();
         let i32_ty: BasicTypeEnum = self.g.ctx.i32_type().into();
-        let function = FnGen::new_function(self.g, &name, &[ptr_ty, i32_ty, i32_ty], Linkage::Internal);
+        let function =
+            FnGen::new_function(self.g, &name, &[ptr_ty, i32_ty, i32_ty], Linkage::Internal);
         let params: Vec<BasicValueEnum> = function.get_param_iter().collect();
         let ctx = params[0].into_pointer_value();
         let (lo, hi) = (params[1].into_int_value(), params[2].into_int_value());

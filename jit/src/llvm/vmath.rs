@@ -88,7 +88,13 @@ impl<'ctx> FnGen<'_, 'ctx> {
     }
 
     /// `(1 + q) * 2^n` with `2^n` split in two normal factors (see `crate::vmath`).
-    fn scale_pow2(&mut self, q: V<'ctx>, z: V<'ctx>, magic: V<'ctx>, n: u16) -> Result<V<'ctx>, Fail> {
+    fn scale_pow2(
+        &mut self,
+        q: V<'ctx>,
+        z: V<'ctx>,
+        magic: V<'ctx>,
+        n: u16,
+    ) -> Result<V<'ctx>, Fail> {
         let z_bits = self.bits_of(z, n)?;
         let k23 = self.splat_i(23, n)?;
         let e = int_binary!(self, build_left_shift, z_bits, k23)?;
@@ -124,7 +130,12 @@ impl<'ctx> FnGen<'_, 'ctx> {
     }
 
     /// `xs = 2^e (1 + m)` with `1 + m` in `[sqrt(1/2), sqrt(2))`: `(m, e)`, both exact f32.
-    fn split_mantissa(&mut self, xs: V<'ctx>, bias: V<'ctx>, n: u16) -> Result<(V<'ctx>, V<'ctx>), Fail> {
+    fn split_mantissa(
+        &mut self,
+        xs: V<'ctx>,
+        bias: V<'ctx>,
+        n: u16,
+    ) -> Result<(V<'ctx>, V<'ctx>), Fail> {
         let bits = self.bits_of(xs, n)?;
         let k23 = self.splat_i(23, n)?;
         let field = self.shift_right_logical(bits, k23)?;
@@ -163,7 +174,13 @@ impl<'ctx> FnGen<'_, 'ctx> {
     }
 
     /// `m + y - m^2/2 + e ln 2`, small terms first.
-    fn add_exponent(&mut self, y: V<'ctx>, m: V<'ctx>, e: V<'ctx>, n: u16) -> Result<V<'ctx>, Fail> {
+    fn add_exponent(
+        &mut self,
+        y: V<'ctx>,
+        m: V<'ctx>,
+        e: V<'ctx>,
+        n: u16,
+    ) -> Result<V<'ctx>, Fail> {
         let ln2_lo = self.splat_f(LN2_LO, n)?;
         let ln2_hi = self.splat_f(LN2_HI, n)?;
         let minus_half = self.splat_f(-0.5, n)?;
@@ -183,5 +200,80 @@ impl<'ctx> FnGen<'_, 'ctx> {
         let r = self.select_f(FloatPredicate::OEQ, (x, inf), inf, r)?;
         let r = self.select_f(FloatPredicate::OEQ, (x, zero), neg_inf, r)?;
         self.select_f(FloatPredicate::ULT, (x, zero), nan, r)
+    }
+}
+
+/// The fast intrinsics, `strata_dsl::fast_math`'s operations in its order (so the bits are
+/// the reference's), on scalars or vectors of any width.
+impl<'ctx> FnGen<'_, 'ctx> {
+    /// `fast_math::fast_exp_f32`, lane-wise.
+    pub fn fast_exp(&mut self, x: V<'ctx>, lanes: u16) -> Result<V<'ctx>, Fail> {
+        use strata_dsl::fast_math::{EXP_HI, EXP_LO, EXP_MAGIC, EXP_POLY, LN2_HI, LN2_LO};
+        let lo = self.splat_f(EXP_LO, lanes)?;
+        let hi = self.splat_f(EXP_HI, lanes)?;
+        let x = self.select_f(FloatPredicate::OLT, (x, lo), lo, x)?;
+        let x = self.select_f(FloatPredicate::OLT, (hi, x), hi, x)?;
+        let log2e = self.splat_f(std::f32::consts::LOG2_E, lanes)?;
+        let magic = self.splat_f(EXP_MAGIC, lanes)?;
+        let z = self.fma(x, log2e, magic)?;
+        let n = float_binary!(self, build_float_sub, z, magic)?;
+        let neg_hi = self.splat_f(-LN2_HI, lanes)?;
+        let neg_lo = self.splat_f(-LN2_LO, lanes)?;
+        let r = self.fma(n, neg_hi, x)?;
+        let r = self.fma(n, neg_lo, r)?;
+        let q = self.horner(r, &EXP_POLY, lanes)?;
+        let bits = self.bits_of(z, lanes)?;
+        let k23 = self.splat_i(23, lanes)?;
+        let shifted = int_binary!(self, build_left_shift, bits, k23)?;
+        let scale = self.float_of(shifted, lanes)?;
+        float_binary!(self, build_float_mul, q, scale)
+    }
+
+    /// `fast_math::fast_log_f32`, lane-wise.
+    pub fn fast_log(&mut self, x: V<'ctx>, lanes: u16) -> Result<V<'ctx>, Fail> {
+        use strata_dsl::fast_math::{LN2_HI, LOG_POLY, SQRT_HALF_BITS};
+        let sqrt_half = self.splat_i(SQRT_HALF_BITS as i32, lanes)?;
+        let bits = self.bits_of(x, lanes)?;
+        let ix = int_binary!(self, build_int_sub, bits, sqrt_half)?;
+        let k23 = self.splat_i(23, lanes)?;
+        let exponent = self.shift_right_arithmetic(ix, k23)?;
+        let f32_type = self.value_type(IrType::scalar(Dtype::F32).with_lanes(lanes));
+        let e = super::ops::int_to_float!(self, build_signed_int_to_float, exponent, f32_type)?;
+        let mantissa_mask = self.splat_i(0x007f_ffff, lanes)?;
+        let mantissa = int_binary!(self, build_and, ix, mantissa_mask)?;
+        let m_bits = int_binary!(self, build_int_add, mantissa, sqrt_half)?;
+        let m = self.float_of(m_bits, lanes)?;
+        let one = self.splat_f(1.0, lanes)?;
+        let f = float_binary!(self, build_float_sub, m, one)?;
+        let f2 = float_binary!(self, build_float_mul, f, f)?;
+        let q = self.horner(f, &LOG_POLY, lanes)?;
+        let y = self.fma(f2, q, f)?;
+        let ln2 = self.splat_f(LN2_HI, lanes)?;
+        let r = self.fma(e, ln2, y)?;
+        let min_positive = self.splat_f(f32::MIN_POSITIVE, lanes)?;
+        let neg_inf = self.splat_f(f32::NEG_INFINITY, lanes)?;
+        let inf = self.splat_f(f32::INFINITY, lanes)?;
+        let zero = self.splat_f(0.0, lanes)?;
+        let nan = self.splat_f(f32::NAN, lanes)?;
+        let r = self.select_f(FloatPredicate::OLT, (x, min_positive), neg_inf, r)?;
+        let r = self.select_f(FloatPredicate::OEQ, (x, inf), inf, r)?;
+        self.select_f(FloatPredicate::ULT, (x, zero), nan, r)
+    }
+
+    /// `fast_math::fast_pow_f32`: `fast_exp(fast_log(x) * y)`.
+    pub fn fast_pow(&mut self, x: V<'ctx>, y: V<'ctx>, lanes: u16) -> Result<V<'ctx>, Fail> {
+        let l = self.fast_log(x, lanes)?;
+        let p = float_binary!(self, build_float_mul, l, y)?;
+        self.fast_exp(p, lanes)
+    }
+
+    /// Horner's rule, one `fma` per coefficient after the first (highest degree first).
+    fn horner(&mut self, x: V<'ctx>, coeffs: &[f32], lanes: u16) -> Result<V<'ctx>, Fail> {
+        let mut acc = self.splat_f(coeffs[0], lanes)?;
+        for &c in &coeffs[1..] {
+            let c = self.splat_f(c, lanes)?;
+            acc = self.fma(acc, x, c)?;
+        }
+        Ok(acc)
     }
 }

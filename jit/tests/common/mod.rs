@@ -27,6 +27,30 @@ pub fn compile_lowered(source: &str, schedule: &str, lowered: &LoweredKernel) ->
         .unwrap_or_else(|e| panic!("{source}\n{schedule}\n{e}\n{lowered}"))
 }
 
+/// Compiles a lowered kernel with every backend built in (Cranelift first), verifier on.
+#[allow(
+    dead_code,
+    reason = "not every test file that includes this module compiles this way"
+)]
+pub fn compile_with_every_backend(
+    source: &str,
+    schedule: &str,
+    lowered: &LoweredKernel,
+) -> Vec<CompiledKernel> {
+    strata_jit::Backend::built()
+        .into_iter()
+        .map(|backend| {
+            let options = CodegenOptions {
+                backend,
+                verify: true,
+                ..CodegenOptions::default()
+            };
+            CompiledKernel::new(lowered, &options)
+                .unwrap_or_else(|e| panic!("{backend}: {source}\n{schedule}\n{e}\n{lowered}"))
+        })
+        .collect()
+}
+
 /// Parses, schedules, lowers and compiles `source`.
 #[allow(
     dead_code,
