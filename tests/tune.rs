@@ -880,6 +880,45 @@ fn a_tune_records_its_backend_and_winners_stay_with_it() {
     fail(&mut llvm_best, message);
 }
 
+/// `compile_tuned_with` takes the winner tuned with the backend it compiles with: a Cranelift
+/// winner is not LLVM's (and a build without LLVM refuses it before looking).
+#[test]
+fn compile_tuned_with_takes_its_backends_winner() {
+    let db = tuned_matmul("tuned-with");
+    let store = Db::open_read_only(db.path()).unwrap();
+    let source = std::fs::read_to_string(kernel_file(MATMUL)).unwrap();
+    let kernel = strata::parse_kernel(&source, "matmul.strata").unwrap();
+    let sizes = strata::sizes(&[("M", 32), ("N", 32), ("K", 32)]);
+    let (compiled, from) = strata::compile_tuned(&store, &kernel, &sizes, 1).unwrap();
+    assert_eq!(compiled.backend(), strata::Backend::Cranelift);
+    assert!(matches!(from, strata::TunedFrom::Winner { .. }), "{from:?}");
+    let llvm = strata::CodegenOptions {
+        backend: strata::Backend::Llvm,
+        ..Default::default()
+    };
+    let result = strata::compile_tuned_with(&store, &kernel, &sizes, 1, &llvm);
+    if cfg!(feature = "llvm") {
+        let (compiled, from) = result.unwrap();
+        assert_eq!(compiled.backend(), strata::Backend::Llvm);
+        assert!(
+            matches!(&from, strata::TunedFrom::Default { reason }
+                if reason.contains("is not tuned with the llvm backend; tuned only with: cranelift")),
+            "{from:?}"
+        );
+    } else {
+        let err = result.err().expect("no LLVM in this build");
+        assert!(
+            matches!(
+                err,
+                strata::CompileError::Codegen(strata::jit::CodegenError::NotBuilt(
+                    strata::Backend::Llvm
+                ))
+            ),
+            "{err:?}"
+        );
+    }
+}
+
 #[test]
 fn html_report_has_plots_the_winner_and_its_loop_nest() {
     let db = TempDb::new("html");
