@@ -336,6 +336,19 @@ fn softmax(c: &mut Criterion, db: Option<&strata::tuning_db::Db>) {
     assert_eq!(rayon_out, out);
 
     w.bench_strata(c, db);
+    // The same softmax with `fast_exp`, on the same input, checked against the same answer.
+    let mut fast = Workload::new(
+        "softmax_fast",
+        format!("softmax_fast_{r}x{cols}"),
+        vec![("R", r as i64), ("C", cols as i64)],
+    );
+    assert_eq!(
+        f32s(&fast.args, "X"),
+        &x[..],
+        "softmax_fast's input is softmax's"
+    );
+    fast.expected = w.expected.clone();
+    fast.bench_strata(c, db);
     let mut g = group(c, &w.label);
     g.bench_function("plain_rust/t1", |b| {
         b.iter(|| plain(black_box(&x), &mut out))

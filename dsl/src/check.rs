@@ -1033,7 +1033,9 @@ impl<'a> ExprChecker<'a> {
         span: Span,
     ) -> CResult<Expr> {
         self.arity(f.name(), args, f.arity(), span)?;
-        let hint = if f.needs_float() {
+        let hint = if f.needs_f32() {
+            Some(Dtype::F32)
+        } else if f.needs_float() {
             Some(hint.filter(|t| t.is_float()).unwrap_or(Dtype::F32))
         } else {
             hint
@@ -1041,7 +1043,14 @@ impl<'a> ExprChecker<'a> {
         let operands: Vec<&ExprAst> = args.iter().collect();
         let checked = self.unify(&operands, hint, &format!("`{}`", f.name()), span)?;
         let dtype = checked[0].dtype();
-        if f.needs_float() {
+        if f.needs_f32() {
+            let what = format!(
+                "`{}` is defined for f32 only (cast it, e.g. `f32(...)`, or use `{}`)",
+                f.name(),
+                f.name().trim_start_matches("fast_")
+            );
+            self.require(dtype == Dtype::F32, &what, dtype, span)?;
+        } else if f.needs_float() {
             let what = format!(
                 "`{}` needs a float argument (cast it, e.g. `f32(...)`)",
                 f.name()

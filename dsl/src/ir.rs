@@ -216,10 +216,15 @@ pub enum Intrinsic {
     Sin,
     Cos,
     Tanh,
+    /// `fast_exp`, `fast_log`, `fast_pow`: f32 only, a few ulp, computed bit for bit alike by
+    /// every executor (`crate::fast_math` holds the one definition).
+    FastExp,
+    FastLog,
+    FastPow,
 }
 
 impl Intrinsic {
-    pub const ALL: [Intrinsic; 14] = [
+    pub const ALL: [Intrinsic; 17] = [
         Intrinsic::Min,
         Intrinsic::Max,
         Intrinsic::Abs,
@@ -234,6 +239,9 @@ impl Intrinsic {
         Intrinsic::Sin,
         Intrinsic::Cos,
         Intrinsic::Tanh,
+        Intrinsic::FastExp,
+        Intrinsic::FastLog,
+        Intrinsic::FastPow,
     ];
 
     pub fn name(self) -> &'static str {
@@ -252,6 +260,9 @@ impl Intrinsic {
             Intrinsic::Sin => "sin",
             Intrinsic::Cos => "cos",
             Intrinsic::Tanh => "tanh",
+            Intrinsic::FastExp => "fast_exp",
+            Intrinsic::FastLog => "fast_log",
+            Intrinsic::FastPow => "fast_pow",
         }
     }
 
@@ -261,7 +272,7 @@ impl Intrinsic {
 
     pub fn arity(self) -> usize {
         match self {
-            Intrinsic::Min | Intrinsic::Max | Intrinsic::Pow => 2,
+            Intrinsic::Min | Intrinsic::Max | Intrinsic::Pow | Intrinsic::FastPow => 2,
             Intrinsic::Clamp => 3,
             _ => 1,
         }
@@ -272,6 +283,15 @@ impl Intrinsic {
         !matches!(
             self,
             Intrinsic::Min | Intrinsic::Max | Intrinsic::Abs | Intrinsic::Clamp
+        )
+    }
+
+    /// Whether the function is only defined on `f32`: the fast approximations, whose one
+    /// definition (`crate::fast_math`) is a sequence of `f32` operations.
+    pub fn needs_f32(self) -> bool {
+        matches!(
+            self,
+            Intrinsic::FastExp | Intrinsic::FastLog | Intrinsic::FastPow
         )
     }
 }

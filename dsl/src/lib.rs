@@ -18,6 +18,7 @@ pub mod check;
 pub mod diagnostic;
 pub mod dtype;
 pub mod eval;
+pub mod fast_math;
 pub mod hash;
 pub mod ir;
 pub mod lexer;

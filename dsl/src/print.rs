@@ -245,7 +245,10 @@ fn write_bare(f: &mut fmt::Formatter<'_>, e: &Expr, hint: Option<Dtype>) -> fmt:
         }
         Expr::Intrinsic(op, args) => {
             write!(f, "{}(", op.name())?;
-            let hint = if op.needs_float() {
+            // The checker's hints: f32 for the f32-only functions, else the context's float.
+            let hint = if op.needs_f32() {
+                Some(Dtype::F32)
+            } else if op.needs_float() {
                 Some(hint.filter(|t| t.is_float()).unwrap_or(Dtype::F32))
             } else {
                 hint

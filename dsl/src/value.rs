@@ -9,10 +9,13 @@
 //!   vector `minps`/`maxps` computes); `clamp(x, lo, hi)` is `min(max(x, lo), hi)`.
 //! - `abs` keeps the type; `abs` of the most negative integer wraps to itself.
 //! - `round` rounds half to even.
+//! - `fast_exp`, `fast_log` and `fast_pow` (f32 only) are the sequences of f32 operations of
+//!   `crate::fast_math`, which every executor reproduces bit for bit.
 //! - Casts follow Rust's `as`: integer to integer wraps, float to integer rounds toward zero and
 //!   saturates (NaN gives 0), to `bool` means "is not zero", from `bool` gives 0 or 1.
 
 use crate::dtype::Dtype;
+use crate::fast_math;
 use std::fmt;
 
 /// One typed scalar.
@@ -413,6 +416,11 @@ impl Value {
             (I::Sin, _) => unary(f32::sin, f64::sin),
             (I::Cos, _) => unary(f32::cos, f64::cos),
             (I::Tanh, _) => unary(f32::tanh, f64::tanh),
+            (I::FastExp, &[Value::F32(x)]) => Ok(Value::F32(fast_math::fast_exp_f32(x))),
+            (I::FastLog, &[Value::F32(x)]) => Ok(Value::F32(fast_math::fast_log_f32(x))),
+            (I::FastPow, &[Value::F32(x), Value::F32(y)]) => {
+                Ok(Value::F32(fast_math::fast_pow_f32(x, y)))
+            }
             _ => Err(op_error(f.name(), args)),
         }
     }

@@ -782,6 +782,67 @@ fn exp_of_an_integer() {
 }
 
 #[test]
+fn fast_exp_of_an_f64() {
+    check_exact(
+        "kernel k(A: f64[N]) -> B: f64[N] {\n    B(i) = fast_exp(A(i));\n}",
+        "`fast_exp` is defined for f32 only (cast it, e.g. `f32(...)`, or use `exp`), found f64",
+        2,
+        12,
+    );
+}
+
+#[test]
+fn fast_log_of_an_integer() {
+    check_exact(
+        "kernel k(A: i32[N]) -> B: f32[N] {\n    B(i) = 1.0 + fast_log(A(i));\n}",
+        "`fast_log` is defined for f32 only (cast it, e.g. `f32(...)`, or use `log`), found i32",
+        2,
+        18,
+    );
+}
+
+#[test]
+fn fast_pow_of_f64_operands() {
+    // The literal takes the other operand's type, so the error is about f64, not a mismatch.
+    check_exact(
+        "kernel k(A: f64[N]) -> B: f64[N] {\n    B(i) = fast_pow(A(i), 2);\n}",
+        "`fast_pow` is defined for f32 only (cast it, e.g. `f32(...)`, or use `pow`), found f64",
+        2,
+        12,
+    );
+}
+
+#[test]
+fn fast_pow_with_one_argument() {
+    check_exact(
+        &in_kernel(&["B(i) = fast_pow(A(i));"]),
+        "`fast_pow` takes 2 arguments, found 1",
+        2,
+        12,
+    );
+}
+
+#[test]
+fn fast_exp_as_a_function_name() {
+    check_exact(
+        &in_kernel(&["fast_exp(i) = A(i);", "B(i) = fast_exp(i);"]),
+        "`fast_exp` is a built-in name and cannot name a function",
+        2,
+        5,
+    );
+}
+
+#[test]
+fn fast_exp_error_renders_the_line_and_a_caret() {
+    let d = error_of("kernel k(A: f64[N]) -> B: f64[N] {\n    B(i) = fast_exp(A(i));\n}");
+    let shown = d.to_string();
+    assert!(
+        shown.contains("2 |     B(i) = fast_exp(A(i));\n  |            ^^^^^^^^^^^^^^"),
+        "{shown}"
+    );
+}
+
+#[test]
 fn not_of_a_number() {
     //  B(i) = select(!A(i), 1.0, 2.0);
     //                ^ column 19

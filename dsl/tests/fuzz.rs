@@ -83,6 +83,8 @@ fn round_trip_regressions() {
         "f64(sum(r in 0..N) 1.0f32)",
         "f64(-(1.0f32 + 2.0) * 3.0)",
         "f64(exp(1.0f32))",
+        // The f32-only functions read their literals as f32 whatever the context.
+        "f64(fast_exp(1.5)) + f64(fast_pow(A(i), 2)) + f64(fast_log(3))",
         // ... or did not fit it at all.
         "f64(u8(300i32))",
         // A negated zero printed as `-0`, which reads back as the literal 0.
@@ -319,7 +321,7 @@ const FRAGMENTS: &[&str] = &[
     "A", "B", "N", "kernel", "kernel k(", "sum", "max", "min", "in", "for", "with", "select",
     "clamp", "clamp_edge", "constant", "mirror", "exp", "true", "false", "f32", "f64", "u8", "u16",
     "u32", "i8", "i32", "i64", "bool", "->", "..", "//", "/*", "*/", "1e", "1.", "0x", "e-", "u",
-    "é", "×", "\u{0}", "\u{feff}",
+    "é", "×", "\u{0}", "\u{feff}", "fast_exp", "fast_pow",
 ];
 
 fn fragment_soup() -> impl Strategy<Value = String> {
@@ -356,6 +358,7 @@ const VOCABULARY: &[&str] = &[
     "*=", "==", "!=", "<", "<=", ">", ">=", "&&", "||", "!", "sum", "max", "min", "prod", "in",
     "for", "with", "clamp_edge", "mirror", "constant", "select", "clamp", "exp", "true", "false",
     "0", "1", "3", "255u8", "-128i8", "1.5", "0.5f64", "1e9", "1e-3", "99999999999999999999999",
+    "fast_exp", "fast_log", "fast_pow",
 ];
 
 fn token_sequence() -> impl Strategy<Value = String> {
@@ -538,10 +541,10 @@ fn expression() -> impl Strategy<Value = String> {
         let unary_fn = proptest::sample::select(
             &[
                 "f32", "f64", "u8", "u16", "i32", "i64", "bool", "abs", "exp", "sqrt", "floor",
-                "round", "tanh",
+                "round", "tanh", "fast_exp", "fast_log",
             ][..],
         );
-        let binary_fn = proptest::sample::select(&["min", "max", "pow"][..]);
+        let binary_fn = proptest::sample::select(&["min", "max", "pow", "fast_pow"][..]);
         let reduce = proptest::sample::select(&["sum", "prod", "max", "min"][..]);
         let bound = proptest::sample::select(&["N", "K", "3", "N - 1", "min(N, K)"][..]);
         let input = proptest::sample::select(&["A", "C", "D"][..]);
@@ -746,6 +749,15 @@ impl KernelWriter {
             7 => {
                 let from = self.pick(&[Ty::F32, Ty::F64, Ty::I32, Ty::U8, Ty::Bool]);
                 format!("{}({})", t.name(), self.expr(from, d))
+            }
+            8 if t == Ty::F32 && self.below(3) == 0 => {
+                let f = self.pick(&["fast_exp", "fast_log", "fast_pow"]);
+                let second = if f == "fast_pow" {
+                    format!(", {}", self.expr(t, d))
+                } else {
+                    String::new()
+                };
+                format!("{f}({}{second})", self.expr(t, d))
             }
             8 if t.is_float() => {
                 let f = self.pick(&[

@@ -6,6 +6,7 @@
 pub mod backend;
 pub mod codegen;
 pub mod driver;
+pub mod fast_math;
 pub mod kernel;
 #[cfg(feature = "llvm")]
 pub mod llvm;

@@ -17,7 +17,9 @@
 //! floor/ceil/round, comparisons) are applied only to floats that every schedule computes
 //! bit-identically (input reads, parameters, integers cast to float), so comparing results
 //! with a relative tolerance stays meaningful while fused multiply-adds, reassociated sums and
-//! the vector `exp` polynomial change the last bits elsewhere.
+//! the vector `exp` polynomial change the last bits elsewhere. The fast approximations
+//! (`fast_exp`, `fast_log`, `fast_pow`) are bit-exact everywhere, but their arguments may carry
+//! those differences, so they get the same treatment as `exp`.
 
 use crate::interp::{eval_expr, VValue};
 use crate::lower::lower;
@@ -52,7 +54,7 @@ pub struct GeneratedKernel {
 }
 
 /// Every construct the generator draws, as `GeneratedKernel::features` names them.
-pub const FEATURES: [&str; 16] = [
+pub const FEATURES: [&str; 17] = [
     "row reduction",
     "inline reduction",
     "empty window",
@@ -63,6 +65,7 @@ pub const FEATURES: [&str; 16] = [
     "self update",
     "cast",
     "float function",
+    "fast math",
     "select",
     "clamped gather",
     "lookup table",
@@ -565,7 +568,15 @@ impl KernelGen {
     ) -> String {
         self.note("float function");
         let a = self.expr(dtype, scope, depth, rng);
-        match rng.random_range(0..7) {
+        // f32 also draws the fast approximations (f32 only), computed bit for bit alike by
+        // every executor.
+        let choices = if dtype == Dtype::F32 { 10 } else { 7 };
+        match rng.random_range(0..choices) {
+            7 => self.fast_function(&a, rng),
+            8 | 9 => {
+                self.note("fast math");
+                format!("fast_exp(clamp({a}, -4.0, 4.0))")
+            }
             0 => format!("sqrt(abs({a}))"),
             1 => format!("exp(clamp({a}, -4.0, 4.0))"),
             2 => format!("log(abs({a}) + 1.0)"),
@@ -577,6 +588,19 @@ impl KernelGen {
                 let f = ["floor", "ceil", "round"].choose(rng).unwrap_or(&"floor");
                 format!("{f}({exact} * 2.5)")
             }
+        }
+    }
+
+    /// `fast_log` or `fast_pow` of `a` (an f32 expression), its argument kept positive and
+    /// moderate so the 1e-4 tolerance of the comparisons covers the reassociated arithmetic
+    /// around it.
+    fn fast_function(&mut self, a: &str, rng: &mut impl Rng) -> String {
+        self.note("fast math");
+        if rng.random_bool(0.5) {
+            format!("fast_log(abs({a}) + 1.0)")
+        } else {
+            let y = ["0.5", "2.0", "-1.5", "3.0"].choose(rng).unwrap_or(&"2.0");
+            format!("fast_pow(min(abs({a}), 16.0) + 0.25, {y})")
         }
     }
 

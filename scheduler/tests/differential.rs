@@ -36,7 +36,7 @@ fn random_sizes(name: &str, rng: &mut StdRng) -> Vec<(&'static str, usize)> {
     match name {
         "matmul" => vec![("M", r(1, 9)), ("N", r(1, 11)), ("K", r(1, 7))],
         "blur3x3" => vec![("H", r(3, 12)), ("W", r(3, 13))],
-        "softmax" => vec![("R", r(1, 5)), ("C", r(1, 13))],
+        "softmax" | "softmax_fast" => vec![("R", r(1, 5)), ("C", r(1, 13))],
         "conv2d" => vec![
             ("N", r(1, 2)),
             ("C", r(1, 3)),
@@ -140,6 +140,11 @@ fn softmax() {
 }
 
 #[test]
+fn softmax_fast() {
+    differential("softmax_fast");
+}
+
+#[test]
 fn conv2d() {
     differential("conv2d");
 }
@@ -166,6 +171,7 @@ fn hand_schedules() {
         "matmul",
         "blur3x3",
         "softmax",
+        "softmax_fast",
         "conv2d",
         "histogram",
         "gaussian5",

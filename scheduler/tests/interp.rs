@@ -864,6 +864,23 @@ fn eval_expr_scalars_vectors_and_lets() {
         VValue::scalar(Value::F64(1.0))
     );
 
+    // fast_exp and fast_pow are strata_dsl::fast_math's functions, lane by lane.
+    use strata_dsl::fast_math::{fast_exp_f32, fast_pow_f32};
+    let xs = ramp(f32c(-90.0), f32c(45.5), 4);
+    let fast_exp = Expr::Intrinsic(Intrinsic::FastExp, vec![xs]);
+    let want: Vec<Value> = [-90.0f32, -44.5, 1.0, 46.5]
+        .map(|x| Value::F32(fast_exp_f32(x)))
+        .to_vec();
+    assert_eq!(eval_expr(&fast_exp, &env).unwrap(), VValue::vector(want));
+    let fast_pow = Expr::Intrinsic(Intrinsic::FastPow, vec![f32c(2.0), f32c(0.5)]);
+    assert_eq!(
+        eval_expr(&fast_pow, &env).unwrap(),
+        VValue::scalar(Value::F32(fast_pow_f32(2.0, 0.5)))
+    );
+    // f32 only: an f64 operand is an error, not a silently different function.
+    let f64_exp = Expr::Intrinsic(Intrinsic::FastExp, vec![Expr::Const(Value::F64(1.0))]);
+    assert!(eval_expr(&f64_exp, &env).is_err());
+
     // Wrapping arithmetic.
     let wrap = Expr::add(int(i32::MAX), int(1));
     assert_eq!(

@@ -277,6 +277,14 @@ fn rule_cases() -> Vec<(Expr, Expr)> {
         (call(Intrinsic::Round, vec![f(2.5)]), f(2.0)),
         (call(Intrinsic::Sqrt, vec![f(4.0)]), f(2.0)),
         (
+            call(Intrinsic::FastExp, vec![f(1.0)]),
+            f(strata_dsl::fast_math::fast_exp_f32(1.0)),
+        ),
+        (
+            call(Intrinsic::FastPow, vec![f(2.0), f(10.0)]),
+            f(strata_dsl::fast_math::fast_pow_f32(2.0, 10.0)),
+        ),
+        (
             call(Intrinsic::Abs, vec![call(Intrinsic::Abs, vec![x.clone()])]),
             call(Intrinsic::Abs, vec![x.clone()]),
         ),
@@ -619,7 +627,9 @@ fn expr_strategy(dtype: Dtype) -> BoxedStrategy<Expr> {
             1 => cond.clone().prop_map(not),
             1 => (cond.clone(), cond).prop_map(|(a, b)| bin(BinOp::And, a, b)),
         ];
-        let unary = if dtype.is_float() {
+        let unary = if dtype == Dtype::F32 {
+            prop::sample::select(vec![Intrinsic::Abs, Intrinsic::Floor, Intrinsic::Ceil, Intrinsic::Sqrt, Intrinsic::FastExp, Intrinsic::FastLog]).boxed()
+        } else if dtype.is_float() {
             prop::sample::select(vec![Intrinsic::Abs, Intrinsic::Floor, Intrinsic::Ceil, Intrinsic::Sqrt]).boxed()
         } else {
             Just(Intrinsic::Abs).boxed()

@@ -323,6 +323,9 @@ impl FnCodegen<'_, '_, '_> {
 
     fn intrinsic(&mut self, f: Intrinsic, args: &[Expr], ty: IrType) -> CVal {
         let dtype = ty.dtype;
+        if f.needs_f32() {
+            return self.fast_math(f, args, ty);
+        }
         if let Some(name) = math_symbol(f, dtype) {
             // f32x4 exp and log stay in vector registers (within 1 ulp of the scalar functions).
             let vector: Option<fn(&mut cranelift_frontend::FunctionBuilder, Value) -> Value> =
@@ -356,6 +359,21 @@ impl FnCodegen<'_, '_, '_> {
             Intrinsic::Ceil => bld.ins().ceil(l[0]),
             Intrinsic::Round => bld.ins().nearest(l[0]),
             Intrinsic::Sqrt => bld.ins().sqrt(l[0]),
+            _ => l[0],
+        })
+    }
+
+    /// `fast_exp`, `fast_log`, `fast_pow`: inline on every f32x4 piece, or on every lane
+    /// of a vector without native pieces, or on the scalar (`crate::fast_math`, the same
+    /// operations as the reference's `strata_dsl::fast_math`, so the results are bit for bit
+    /// the reference's).
+    fn fast_math(&mut self, f: Intrinsic, args: &[Expr], ty: IrType) -> CVal {
+        let vals: Vec<(CVal, IrType)> = args.iter().map(|a| (self.expr(a), a.ty())).collect();
+        self.lanewise(ty, &vals, &mut |bld, l| match (f, l) {
+            (Intrinsic::FastExp, &[x]) => crate::fast_math::fast_exp(bld, x),
+            (Intrinsic::FastLog, &[x]) => crate::fast_math::fast_log(bld, x),
+            (Intrinsic::FastPow, &[x, y]) => crate::fast_math::fast_pow(bld, x, y),
+            // Not reached: the checker gives each function its arity.
             _ => l[0],
         })
     }

@@ -1,6 +1,9 @@
-//! Rules for the other intrinsics. Only the functions IEEE specifies exactly (`abs`, `floor`,
-//! `ceil`, `round`, `sqrt`) are folded: `exp`, `log`, `pow`, `sin`, `cos` and `tanh` may be
-//! computed differently by the JIT (a vector polynomial) than by the folder, so they stay.
+//! Rules for the other intrinsics. Only the functions computed exactly alike everywhere are
+//! folded: those IEEE specifies exactly (`abs`, `floor`, `ceil`, `round`, `sqrt`) and the fast
+//! approximations (`fast_exp`, `fast_log`, `fast_pow`), each one fixed sequence of f32
+//! operations (`strata_dsl::fast_math`) that the JIT reproduces bit for bit. `exp`, `log`,
+//! `pow`, `sin`, `cos` and `tanh` may be computed differently by the JIT (a vector
+//! polynomial) than by the folder, so they stay.
 
 use super::{call, dtype, rule, Rule};
 use crate::ir::Expr;
@@ -9,6 +12,10 @@ use strata_dsl::{Intrinsic, Value};
 
 pub(super) const RULES: &[Rule] = &[
     rule("abs(c), floor(c), ceil(c), round(c), sqrt(c) -> fold", fold),
+    rule(
+        "fast_exp(c), fast_log(c), fast_pow(c1, c2) -> fold (bit-exact everywhere)",
+        fold_fast,
+    ),
     rule("abs(abs(x)) -> abs(x)", abs_abs),
     rule(
         "abs(x) -> x if x is unsigned or x >= 0 by intervals",
@@ -47,6 +54,25 @@ fn fold(e: &Expr, _: &Scope) -> Option<Expr> {
         (f, Expr::Const(v)) => fold_value(f, *v).map(Expr::Const),
         _ => None,
     }
+}
+
+/// A fast approximation of scalar constants, computed by the one definition every executor
+/// reproduces (`Value::intrinsic` calls `strata_dsl::fast_math`), so folding changes no bit.
+fn fold_fast(e: &Expr, _: &Scope) -> Option<Expr> {
+    let Expr::Intrinsic(f, args) = e else {
+        return None;
+    };
+    if !f.needs_f32() {
+        return None;
+    }
+    let values = args
+        .iter()
+        .map(|a| match a {
+            Expr::Const(v) => Some(*v),
+            _ => None,
+        })
+        .collect::<Option<Vec<Value>>>()?;
+    Value::intrinsic(*f, &values).ok().map(Expr::Const)
 }
 
 /// `abs` is idempotent for floats (it clears the sign bit) and for wrapping ints
