@@ -1,8 +1,9 @@
-//! Compile latency of a candidate: lower (with bounds inference and simplification) + Cranelift
-//! codegen + finalize, per example kernel and schedule kind (default, hand-written, random).
-//! The tuner's budget depends on this (target: median under 20 ms).
+//! Compile latency of a candidate: lower (with bounds inference and simplification) + codegen +
+//! finalize, per example kernel and schedule kind (default, hand-written, random), for every
+//! backend built in (`compile/<kernel>/<kind>` is Cranelift, `compile-llvm/...` LLVM).
+//! The tuner's budget depends on this (target with Cranelift: median under 20 ms).
 //!
-//! `cargo bench --bench compile`
+//! `cargo bench --bench compile` (add `--features llvm` for the LLVM rows)
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use rand::rngs::StdRng;
@@ -40,17 +41,30 @@ fn schedules(name: &str, pipeline: &Pipeline) -> Vec<(&'static str, Schedule)> {
 }
 
 fn compile_latency(c: &mut Criterion) {
-    let mut group = c.benchmark_group("compile");
-    group.sample_size(20);
-    for name in KERNELS {
-        let pipeline = example(name);
-        for (kind, schedule) in schedules(name, &pipeline) {
-            group.bench_function(format!("{name}/{kind}"), |b| {
-                b.iter(|| strata::compile(&pipeline, &schedule, &strata::Sizes::new()).unwrap());
-            });
+    for backend in strata::Backend::built() {
+        let group_name = match backend {
+            strata::Backend::Cranelift => "compile".to_string(),
+            other => format!("compile-{other}"),
+        };
+        let mut group = c.benchmark_group(group_name);
+        group.sample_size(20);
+        let options = strata::CodegenOptions {
+            backend,
+            ..Default::default()
+        };
+        for name in KERNELS {
+            let pipeline = example(name);
+            for (kind, schedule) in schedules(name, &pipeline) {
+                group.bench_function(format!("{name}/{kind}"), |b| {
+                    b.iter(|| {
+                        strata::compile_with(&pipeline, &schedule, &strata::Sizes::new(), &options)
+                            .unwrap()
+                    });
+                });
+            }
         }
+        group.finish();
     }
-    group.finish();
 }
 
 criterion_group!(benches, compile_latency);

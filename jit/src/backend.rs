@@ -82,7 +82,10 @@ impl std::str::FromStr for Backend {
     fn from_str(s: &str) -> Result<Backend, String> {
         Backend::from_name(s).ok_or_else(|| {
             let names: Vec<_> = Backend::ALL.iter().map(|b| b.name()).collect();
-            format!("unknown backend `{s}` (expected one of: {})", names.join(", "))
+            format!(
+                "unknown backend `{s}` (expected one of: {})",
+                names.join(", ")
+            )
         })
     }
 }
