@@ -1,6 +1,7 @@
 //! `fast_exp`, `fast_log` and `fast_pow` compiled (scalar, vectorized in f32x4 pieces, and
 //! vectorized in lanes without native pieces) give bit for bit what `strata_dsl::fast_math`
-//! gives, on every special value and a dense sample of every `f32`. Any NaN matches any NaN:
+//! gives, with every backend built in, on every special value and a dense sample of every `f32`.
+//! Any NaN matches any NaN:
 //! only NaN payloads may differ (see `strata_dsl::fast_math`).
 
 mod common;
@@ -98,6 +99,17 @@ fn compile(source: &str, schedule: &str) -> (strata_dsl::Pipeline, CompiledKerne
     (pipeline, compiled)
 }
 
+/// `compile`'s Cranelift kernel, then the kernel from every other backend built in (each must
+/// give the reference's bits too).
+fn every_backend(source: &str, schedule: &str) -> Vec<CompiledKernel> {
+    let (_, cranelift) = compile(source, schedule);
+    let (_, lowered) = common::lower_source(source, schedule);
+    let others = common::compile_with_every_backend(source, schedule, &lowered);
+    std::iter::once(cranelift)
+        .chain(others.into_iter().skip(1))
+        .collect()
+}
+
 fn run(kernel: &CompiledKernel, args: &Args, what: &str) -> Vec<f32> {
     let out = kernel
         .run(args, 1)
@@ -131,14 +143,16 @@ fn assert_bits(got: &[f32], want: impl Fn(usize) -> f32, inputs: impl Fn(usize) 
 fn check_unary(source: &str, reference: fn(f32) -> f32, xs: &[f32]) {
     let args = Args::new().buffer("X", Buffer::from_vec(&[xs.len()], xs.to_vec()).unwrap());
     for schedule in SCHEDULES {
-        let (_, kernel) = compile(source, schedule);
-        let got = run(&kernel, &args, schedule);
-        assert_eq!(got.len(), xs.len());
-        assert_bits(
-            &got,
-            |i| reference(xs[i]),
-            |i| format!("`{schedule}` x = {:e} ({:#x})", xs[i], xs[i].to_bits()),
-        );
+        for kernel in every_backend(source, schedule) {
+            let what = format!("`{schedule}` ({})", kernel.backend());
+            let got = run(&kernel, &args, &what);
+            assert_eq!(got.len(), xs.len());
+            assert_bits(
+                &got,
+                |i| reference(xs[i]),
+                |i| format!("{what} x = {:e} ({:#x})", xs[i], xs[i].to_bits()),
+            );
+        }
     }
 }
 
@@ -189,14 +203,16 @@ fn fast_pow_is_bit_exact_scalar_and_vectorized() {
         .buffer("X", Buffer::from_vec(&[xs.len()], xs.clone()).unwrap())
         .buffer("Y", Buffer::from_vec(&[ys.len()], ys.clone()).unwrap());
     for schedule in SCHEDULES {
-        let (_, kernel) = compile(POW, schedule);
-        let got = run(&kernel, &args, schedule);
-        assert_eq!(got.len(), xs.len());
-        assert_bits(
-            &got,
-            |i| fast_pow_f32(xs[i], ys[i]),
-            |i| format!("`{schedule}` x = {:e}, y = {:e}", xs[i], ys[i]),
-        );
+        for kernel in every_backend(POW, schedule) {
+            let what = format!("`{schedule}` ({})", kernel.backend());
+            let got = run(&kernel, &args, &what);
+            assert_eq!(got.len(), xs.len());
+            assert_bits(
+                &got,
+                |i| fast_pow_f32(xs[i], ys[i]),
+                |i| format!("{what} x = {:e}, y = {:e}", xs[i], ys[i]),
+            );
+        }
     }
 }
 
