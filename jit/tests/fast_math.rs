@@ -1,8 +1,7 @@
 //! `fast_exp`, `fast_log` and `fast_pow` compiled (scalar, vectorized in f32x4 pieces, and
 //! vectorized in lanes without native pieces) give bit for bit what `strata_dsl::fast_math`
 //! gives, with every backend built in, on every special value and a dense sample of every `f32`.
-//! Any NaN matches any NaN:
-//! only NaN payloads may differ (see `strata_dsl::fast_math`).
+//! Any NaN matches any NaN: only NaN payloads may differ (see `strata_dsl::fast_math`).
 
 mod common;
 use strata_dsl::fast_math::{fast_exp_f32, fast_log_f32, fast_pow_f32};
