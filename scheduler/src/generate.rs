@@ -1,13 +1,17 @@
 //! Random legal schedules for a pipeline: the generator behind the differential tests (and,
 //! later, the tuner's random search and the fuzzers). Every directive it proposes is kept only
 //! if the whole schedule still validates, so every schedule it returns is legal.
+//!
+//! First some reads are wrapped (`wrap`, about one read in six), then every function, the
+//! wrappers included, is placed and given loop directives, consumers first; a computed
+//! function sometimes gets a random `reorder_storage`.
 
 use crate::lower::lift_reductions::{lift_reductions, Lifted};
 use crate::schedule::validate::{effective_consumers, validate, Placement, Plan};
 use crate::schedule::{Directive, LoopLevel, Schedule, StageRef, TailStrategy};
-use rand::seq::IndexedRandom;
+use rand::seq::{IndexedRandom, SliceRandom};
 use rand::Rng;
-use strata_dsl::ir::Pipeline;
+use strata_dsl::ir::{Expr, Func, Pipeline};
 
 /// How many directives the generator tries per stage, at most.
 const MAX_DIRECTIVES_PER_STAGE: usize = 4;
@@ -16,13 +20,14 @@ const MAX_DIRECTIVES_PER_STAGE: usize = 4;
 pub fn random_schedule(pipeline: &Pipeline, rng: &mut impl Rng) -> Schedule {
     let lifted = lift_reductions(pipeline);
     let mut gen = Generator {
+        wrapped: lifted.pipeline.clone(),
         lifted,
         schedule: Schedule::new(),
         fresh: 0,
     };
+    gen.wrap_some(rng);
     let order: Vec<String> = gen
-        .lifted
-        .pipeline
+        .wrapped
         .topo_order()
         .iter()
         .rev()
@@ -30,11 +35,10 @@ pub fn random_schedule(pipeline: &Pipeline, rng: &mut impl Rng) -> Schedule {
         .collect();
     for name in order {
         gen.place(&name, rng);
-        let stages = gen
-            .lifted
-            .pipeline
-            .func(&name)
-            .map_or(0, |f| f.updates.len() + 1);
+        if rng.random_bool(0.2) {
+            gen.try_reorder_storage(&name, rng);
+        }
+        let stages = gen.wrapped.func(&name).map_or(0, |f| f.updates.len() + 1);
         for stage in 0..stages {
             let stage = if stage == 0 {
                 StageRef::Pure
@@ -52,6 +56,8 @@ pub fn random_schedule(pipeline: &Pipeline, rng: &mut impl Rng) -> Schedule {
 
 struct Generator {
     lifted: Lifted,
+    /// The lifted pipeline with the wrappers the schedule makes so far.
+    wrapped: Pipeline,
     schedule: Schedule,
     fresh: usize,
 }
@@ -80,13 +86,48 @@ impl Generator {
         format!("{base}_{}", self.fresh)
     }
 
+    /// Wraps some of each function's reads (of inputs and of other functions), each with a
+    /// fresh name; `wrapped` then holds the wrappers.
+    fn wrap_some(&mut self, rng: &mut impl Rng) {
+        let funcs = self.lifted.pipeline.funcs.clone();
+        for func in &funcs {
+            for producer in reads(func) {
+                if rng.random_bool(1.0 / 6.0) {
+                    let wrapper = self.name(&format!("{producer}_w"));
+                    self.try_push(
+                        &func.name,
+                        StageRef::Pure,
+                        Directive::Wrap { producer, wrapper },
+                    );
+                }
+            }
+        }
+        if let Some(plan) = self.plan() {
+            self.wrapped = plan.lifted.pipeline;
+        }
+    }
+
+    /// A random storage order for `name` (kept when legal: not for the output or an inlined
+    /// function).
+    fn try_reorder_storage(&mut self, name: &str, rng: &mut impl Rng) {
+        let Some(func) = self.wrapped.func(name) else {
+            return;
+        };
+        let mut vars = func.vars.clone();
+        if vars.len() < 2 {
+            return;
+        }
+        vars.shuffle(rng);
+        self.try_push(name, StageRef::Pure, Directive::ReorderStorage(vars));
+    }
+
     /// Where a function is computed: pure non-output functions may be inlined, computed at
     /// root, or at a loop of a consumer; functions with updates at root or at a loop.
     fn place(&mut self, name: &str, rng: &mut impl Rng) {
-        let Some(func) = self.lifted.pipeline.func(name) else {
+        let Some(func) = self.wrapped.func(name) else {
             return;
         };
-        if name == self.lifted.pipeline.output.name {
+        if name == self.wrapped.output.name {
             return;
         }
         let has_updates = !func.updates.is_empty();
@@ -109,7 +150,7 @@ impl Generator {
 
     fn consumer_loop(&self, name: &str, rng: &mut impl Rng) -> Option<LoopLevel> {
         let plan = self.plan()?;
-        let consumers = effective_consumers(&self.lifted.pipeline, &plan.funcs, name);
+        let consumers = effective_consumers(plan.pipeline(), &plan.funcs, name);
         let (consumer, stage) = consumers.choose(rng)?.clone();
         let dims = &plan.funcs.get(&consumer)?.stages.get(stage)?.dims;
         let dim = dims.choose(rng)?;
@@ -209,4 +250,17 @@ impl Generator {
         };
         self.try_push(func, stage, d);
     }
+}
+
+/// The inputs and other functions `func` reads directly, each once, in the order written.
+fn reads(func: &Func) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    func.for_each_expr(&mut |e| {
+        if let Expr::Call(call) = e {
+            if call.name != func.name && !names.contains(&call.name) {
+                names.push(call.name.clone());
+            }
+        }
+    });
+    names
 }
