@@ -8,7 +8,7 @@ use rand::SeedableRng;
 use strata_dsl::random::{agree, random_args};
 use strata_dsl::Sizes;
 use strata_dsl::{evaluate, parse_kernel, CallError, Pipeline};
-use strata_jit::{CodegenOptions, CompiledKernel};
+use strata_jit::{Backend, CodegenOptions, CompiledKernel};
 use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::interpret;
 use strata_scheduler::lower::lower;
@@ -43,24 +43,40 @@ fn kernel(source: &str) -> Pipeline {
     parse_kernel(source, "recurrences.rs").unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn options() -> CodegenOptions {
+fn options(backend: Backend) -> CodegenOptions {
     CodegenOptions {
+        backend,
         verify: true,
         ..CodegenOptions::default()
     }
 }
 
-/// Compiles `schedule` and runs it on random inputs of each shape with 1 and 3 threads,
-/// against the reference and the interpreter. A `round_up` tail may read past an input: its
-/// refusal is then the other right answer.
+/// Compiles `schedule` with every backend built in and runs it on random inputs of each shape
+/// with 1 and 3 threads, against the reference and the interpreter. A `round_up` tail may read
+/// past an input: its refusal is then the other right answer.
 fn matches_reference(
     pipeline: &Pipeline,
     schedule: &Schedule,
     shapes: &[&[(&str, usize)]],
 ) -> Result<(), String> {
     let lowered = lower(pipeline, schedule).map_err(|e| format!("lowering failed: {e}"))?;
-    let compiled = CompiledKernel::new(&lowered, &options())
-        .map_err(|e| format!("compilation failed: {e}\n{lowered}"))?;
+    for backend in Backend::built() {
+        let compiled = CompiledKernel::new(&lowered, &options(backend))
+            .map_err(|e| format!("{backend}: compilation failed: {e}\n{lowered}"))?;
+        compiled_matches_reference(pipeline, schedule, shapes, &lowered, &compiled)
+            .map_err(|e| format!("{backend}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// `compiled` (from `lowered`) against the reference and the interpreter on each shape.
+fn compiled_matches_reference(
+    pipeline: &Pipeline,
+    schedule: &Schedule,
+    shapes: &[&[(&str, usize)]],
+    lowered: &strata_scheduler::LoweredKernel,
+    compiled: &CompiledKernel,
+) -> Result<(), String> {
     for (seed, shape) in shapes.iter().enumerate() {
         let sizes: Sizes = shape
             .iter()
@@ -81,7 +97,7 @@ fn matches_reference(
             agree(&got, &expected, FLOAT_TOLERANCE)
                 .map_err(|e| context(format!("JIT vs reference: {e}")))?;
             let interpreted =
-                interpret(&lowered, &args).map_err(|e| context(format!("interpreter: {e}")))?;
+                interpret(lowered, &args).map_err(|e| context(format!("interpreter: {e}")))?;
             agree(&got, &interpreted, FLOAT_TOLERANCE)
                 .map_err(|e| context(format!("JIT vs interpreter: {e}")))?;
         }

@@ -8,7 +8,7 @@
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use strata_dsl::random::random_args;
 use strata_dsl::{evaluate, parse_kernel, Buffer, Value};
-use strata_jit::{CodegenOptions, CompiledKernel};
+use strata_jit::{Backend, CodegenOptions, CompiledKernel};
 use strata_scheduler::lower::{lower, specialize};
 use strata_scheduler::schedule::text::parse_schedule;
 
@@ -68,12 +68,19 @@ fn vectorized_reductions_match_the_reference() {
                         "{schedule}:\n{special}"
                     );
                 }
-                for kernel in [&generic, &special] {
-                    let compiled = CompiledKernel::new(kernel, &CodegenOptions::default())
-                        .unwrap_or_else(|e| panic!("{schedule}: {e}"));
+                for (kernel, backend) in [&generic, &special]
+                    .into_iter()
+                    .flat_map(|k| Backend::built().into_iter().map(move |b| (k, b)))
+                {
+                    let options = CodegenOptions {
+                        backend,
+                        ..CodegenOptions::default()
+                    };
+                    let compiled = CompiledKernel::new(kernel, &options)
+                        .unwrap_or_else(|e| panic!("{schedule} ({backend}): {e}"));
                     let got = compiled.run(&args, 2).unwrap();
                     let input = &args.buffers["A"];
-                    let what = format!("{source}\n{schedule}\nN={n} K={k}");
+                    let what = format!("{source}\n{schedule} ({backend})\nN={n} K={k}");
                     compare(&got, &expected, input, k, &what);
                 }
             }
