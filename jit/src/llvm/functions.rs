@@ -39,6 +39,22 @@ impl Fail {
     }
 }
 
+/// `v` as an integer (or `i1`) scalar.
+pub fn int(v: BasicValueEnum) -> Result<IntValue, Fail> {
+    match v {
+        BasicValueEnum::IntValue(i) => Ok(i),
+        other => Err(Fail::types("an integer", other, other)),
+    }
+}
+
+/// `v` as a pointer.
+pub fn pointer(v: BasicValueEnum) -> Result<PointerValue, Fail> {
+    match v {
+        BasicValueEnum::PointerValue(p) => Ok(p),
+        other => Err(Fail::types("a pointer", other, other)),
+    }
+}
+
 impl From<BuilderError> for Fail {
     fn from(e: BuilderError) -> Fail {
         Fail(e.to_string())
@@ -78,32 +94,26 @@ impl<'ctx> Env<'ctx> {
     }
 
     /// The same scope with its values replaced, in `values`' order, by `new`.
-    pub fn rebind(&self, new: &[BasicValueEnum<'ctx>]) -> Env<'ctx> {
-        let mut it = new.iter().copied();
-        let mut next = || it.next().expect("one value per value in scope");
-        let vars = self
-            .vars
-            .iter()
-            .map(|(n, _, t)| (n.clone(), next(), *t))
-            .collect();
-        let buffers = self
-            .buffers
-            .iter()
-            .map(|(n, _)| (n.clone(), next().into_pointer_value()))
-            .collect();
-        let params = self
-            .params
-            .iter()
-            .map(|(n, _, d)| (n.clone(), next(), *d))
-            .collect();
-        let threads = self.threads.map(|_| next().into_int_value());
-        Env {
-            vars,
-            buffers,
-            params,
-            threads,
-            read_only: self.read_only.clone(),
+    pub fn rebind(&self, new: &[BasicValueEnum<'ctx>]) -> Result<Env<'ctx>, Fail> {
+        if new.len() != self.values().len() {
+            return Err(Fail::msg("a scope rebound to the wrong number of values"));
         }
+        let mut it = new.iter().copied();
+        let mut env = Env {
+            read_only: self.read_only.clone(),
+            ..Env::default()
+        };
+        for ((name, _, ty), v) in self.vars.iter().zip(it.by_ref()) {
+            env.vars.push((name.clone(), v, *ty));
+        }
+        for ((name, _), v) in self.buffers.iter().zip(it.by_ref()) {
+            env.buffers.push((name.clone(), pointer(v)?));
+        }
+        for ((name, _, dtype), v) in self.params.iter().zip(it.by_ref()) {
+            env.params.push((name.clone(), v, *dtype));
+        }
+        env.threads = it.next().map(int).transpose()?;
+        Ok(env)
     }
 
     pub fn var(&self, name: &str) -> Result<BasicValueEnum<'ctx>, Fail> {
@@ -240,9 +250,12 @@ impl<'g, 'ctx> FnGen<'g, 'ctx> {
         mark_buffers(self.g.ctx, inner, env);
         let params: Vec<BasicValueEnum> = inner.get_param_iter().collect();
         let (scope, extra_params) = params.split_at(params.len() - extra.len());
-        let extra_params: Vec<IntValue> = extra_params.iter().map(|p| p.into_int_value()).collect();
+        let extra_params = extra_params
+            .iter()
+            .map(|&p| int(p))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut gen = FnGen::start(self.g, inner);
-        gen.env = env.rebind(scope);
+        gen.env = env.rebind(scope)?;
         build(&mut gen, &extra_params)?;
         gen.finish()?;
         let args: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
@@ -296,8 +309,8 @@ pub fn define_entry<'ctx>(g: &mut Gen<'ctx>, kernel: &LoweredKernel) -> Result<(
     let entry = FnGen::new_function(g, "entry", &[ptr], Linkage::External);
     let frame = entry
         .get_nth_param(0)
-        .ok_or_else(|| Fail::msg("entry without a frame"))?
-        .into_pointer_value();
+        .ok_or_else(|| Fail::msg("entry without a frame"))
+        .and_then(pointer)?;
     let mut gen = FnGen::start(g, entry);
     let env = gen.load_frame(frame, kernel)?;
     gen.call_inner(&env, &[], |inner, _| inner.stmt(&kernel.body))?;
@@ -322,7 +335,7 @@ impl<'ctx> FnGen<'_, 'ctx> {
         }
         let out = self.frame_slot(frame, &mut slot, ptr_ty)?;
         env.buffers
-            .push((kernel.output.name.clone(), out.into_pointer_value()));
+            .push((kernel.output.name.clone(), pointer(out)?));
         let i32_ty: BasicTypeEnum = self.g.ctx.i32_type().into();
         for size in &kernel.sizes {
             let v = self.frame_slot(frame, &mut slot, i32_ty)?;
@@ -333,7 +346,7 @@ impl<'ctx> FnGen<'_, 'ctx> {
             let v = self.register_form(v, IrType::scalar(*dtype))?;
             env.params.push((name.clone(), v, *dtype));
         }
-        env.threads = Some(self.frame_slot(frame, &mut slot, i32_ty)?.into_int_value());
+        env.threads = Some(int(self.frame_slot(frame, &mut slot, i32_ty)?)?);
         Ok(env)
     }
 

@@ -191,9 +191,10 @@ impl<'ctx> FnGen<'_, 'ctx> {
     /// Lane `i` of vector `v`.
     pub fn lane(&mut self, v: V<'ctx>, i: u32) -> Result<V<'ctx>, Fail> {
         let index = self.g.ctx.i32_type().const_int(u64::from(i), false);
-        Ok(self
-            .b
-            .build_extract_element(v.into_vector_value(), index, "")?)
+        match v {
+            BasicValueEnum::VectorValue(v) => Ok(self.b.build_extract_element(v, index, "")?),
+            other => Err(Fail::types("extractelement", other, other)),
+        }
     }
 
     /// A vector of `lanes` built from scalars.
@@ -301,7 +302,7 @@ impl<'ctx> FnGen<'_, 'ctx> {
 
     /// `x` sign-extended to `i64` (an element index).
     pub fn index64(&mut self, x: V<'ctx>) -> Result<IntValue<'ctx>, Fail> {
-        let x = x.into_int_value();
+        let x = super::functions::int(x)?;
         let i64_type = self.g.ctx.i64_type();
         if x.get_type().get_bit_width() == 64 {
             return Ok(x);

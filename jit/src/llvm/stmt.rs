@@ -2,7 +2,7 @@
 //! function the runtime calls on chunks of the range, with a context holding every value in
 //! scope.
 
-use super::functions::{Fail, FnGen};
+use super::functions::{int, pointer, Fail, FnGen};
 use inkwell::module::Linkage;
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, IntValue, PointerValue};
@@ -71,8 +71,8 @@ impl<'ctx> FnGen<'_, 'ctx> {
         extent: &Expr,
         body: &Stmt,
     ) -> Result<(), Fail> {
-        let lo = self.expr(min)?.into_int_value();
-        let n = self.expr(extent)?.into_int_value();
+        let lo = int(self.expr(min)?)?;
+        let n = int(self.expr(extent)?)?;
         let hi = self.b.build_int_add(lo, n, "")?;
         let locations = self.promotable(var, body);
         if locations.is_empty() {
@@ -110,7 +110,7 @@ impl<'ctx> FnGen<'_, 'ctx> {
         self.b.build_unconditional_branch(header)?;
         self.b.position_at_end(header);
         let i = self.b.build_phi(self.g.ctx.i32_type(), var)?;
-        let i_value = i.as_basic_value().into_int_value();
+        let i_value = int(i.as_basic_value())?;
         let done = self
             .b
             .build_int_compare(IntPredicate::SGE, i_value, hi, "")?;
@@ -142,7 +142,7 @@ impl<'ctx> FnGen<'_, 'ctx> {
         then_case: &Stmt,
         else_case: Option<&Stmt>,
     ) -> Result<(), Fail> {
-        let c = self.expr(cond)?.into_int_value();
+        let c = int(self.expr(cond)?)?;
         let then_block = self.g.ctx.append_basic_block(self.function, "then");
         let else_block = self.g.ctx.append_basic_block(self.function, "else");
         let join = self.g.ctx.append_basic_block(self.function, "join");
@@ -230,8 +230,8 @@ impl<'ctx> FnGen<'_, 'ctx> {
         let ptr = call
             .try_as_basic_value()
             .basic()
-            .ok_or_else(|| Fail::msg("strata_malloc_elements returned nothing"))?
-            .into_pointer_value();
+            .ok_or_else(|| Fail::msg("strata_malloc_elements returned nothing"))
+            .and_then(pointer)?;
         self.with_buffer(buffer, ptr, body)?;
         let bytes = self.b.build_int_mul(n, elem_bytes, "")?;
         let free = self.runtime("strata_free", &[ptr_ty, i64_type.into()], None);
@@ -262,10 +262,7 @@ impl<'ctx> FnGen<'_, 'ctx> {
             let less = self
                 .b
                 .build_int_compare(IntPredicate::SLT, product, cap, "")?;
-            return Ok(self
-                .b
-                .build_select(less, product, cap, "")?
-                .into_int_value());
+            return int(self.b.build_select(less, product, cap, "")?);
         }
         let n = self.expr(size)?;
         self.index64(n)
@@ -280,8 +277,8 @@ impl<'ctx> FnGen<'_, 'ctx> {
         extent: &Expr,
         body: &Stmt,
     ) -> Result<(), Fail> {
-        let lo = self.expr(min)?.into_int_value();
-        let n = self.expr(extent)?.into_int_value();
+        let lo = int(self.expr(min)?)?;
+        let n = int(self.expr(extent)?)?;
         let captured = self.env.clone();
         let values = captured.values();
         let types: Vec<BasicTypeEnum> = values.iter().map(|v| v.get_type()).collect();
@@ -329,15 +326,15 @@ impl<'ctx> FnGen<'_, 'ctx> {
         let function =
             FnGen::new_function(self.g, &name, &[ptr_ty, i32_ty, i32_ty], Linkage::Internal);
         let params: Vec<BasicValueEnum> = function.get_param_iter().collect();
-        let ctx = params[0].into_pointer_value();
-        let (lo, hi) = (params[1].into_int_value(), params[2].into_int_value());
+        let ctx = pointer(params[0])?;
+        let (lo, hi) = (int(params[1])?, int(params[2])?);
         let mut gen = FnGen::start(self.g, function);
         let mut values = Vec::new();
         for (k, field_type) in context_type.get_field_types().into_iter().enumerate() {
             let field = gen.b.build_struct_gep(context_type, ctx, k as u32, "")?;
             values.push(gen.b.build_load(field_type, field, "")?);
         }
-        let env = captured.rebind(&values);
+        let env = captured.rebind(&values)?;
         gen.call_inner(&env, &[lo, hi], |inner, range| {
             inner.counted_loop(var, range[0], range[1], body)
         })?;
