@@ -1,5 +1,5 @@
 //! The learned cost model: ridge regression of log(run time) on features of a genome (split
-//! factors as log2, loop order, vector width, unroll factor, parallelism, placement), trained
+//! factors as log2, loop order, vector width, unroll factor, parallelism, packing, placement), trained
 //! online on every measurement so far. Small on purpose: the default strategy only needs it to
 //! rank many unmeasured candidates well enough to measure the promising ones first (the role of
 //! Ansor's and Adams2019's models).
@@ -31,6 +31,7 @@ pub fn features(g: &Genome, widths: &[u32]) -> Vec<f64> {
         f.push(s.parallel as u8 as f64);
         f.push(s.vector_reduction as u8 as f64);
         f.push(s.unroll_reduction as u8 as f64);
+        f.push(s.pack as u8 as f64);
     }
     f
 }

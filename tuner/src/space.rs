@@ -3,7 +3,8 @@
 //! its consumer's loops); for each stage a split factor per dimension (a tile), whether the
 //! reduction loops run outside the tile's inner loops (register blocking), a vector width for the
 //! innermost pure loop, an unroll factor for the loop outside it, and whether the outermost pure
-//! loop is parallel. `seeds` gives rule-made starting points. `schedule` turns a genome into a
+//! loop is parallel, and whether a contraction's strided operand is packed (`Pack`). `seeds`
+//! gives rule-made starting points. `schedule` turns a genome into a
 //! legal `Schedule` (or `None` when validation refuses it); equal schedules are recognised by
 //! the hash of their canonical text.
 //!
@@ -16,8 +17,8 @@ use rand::seq::IndexedRandom;
 use rand::Rng;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use strata_dsl::ir::{Expr, InputKind, Pipeline};
-use strata_dsl::Dtype;
+use strata_dsl::ir::{Expr, InputKind, Pipeline, Update, UpdateOp};
+use strata_dsl::{BinOp, Dtype};
 use strata_jit::Backend;
 use strata_scheduler::lower::lift_reductions::{lift_reductions, Lifted};
 use strata_scheduler::schedule::validate::{effective_consumers, validate, FuncPlan, Placement};
@@ -61,6 +62,10 @@ pub struct StageGenes {
     /// Unroll the inner loop of the innermost split reduction by 2 (sgemm's `k`).
     #[serde(default)]
     pub unroll_reduction: bool,
+    /// Copy the stage's `StageShape::pack` operand into a contiguous buffer at an outer tile
+    /// loop (sgemm's B per column tile). Set by the seeds; mutation leaves it as it is.
+    #[serde(default)]
+    pub pack: bool,
 }
 
 /// A point of the search space.
@@ -79,6 +84,27 @@ pub struct StageShape {
     pub stage: StageRef,
     pub pure: Vec<String>,
     pub reduction: Vec<String>,
+    /// The operand packing copies, for a contraction's update.
+    pub pack: Option<Pack>,
+}
+
+/// What packing copies for a contraction `f(..) += a(..) * b(..)`: its strided operand, the
+/// one read at bare variables whose rows the reduction walks (sgemm's `B(k, j)`: each step of
+/// `k` jumps a row; conv2d's `weights(f, c, ky, kx)`, the only operand read at bare variables:
+/// the tile's filters lie a whole filter apart). Halide's sgemm schedule packs B this way
+/// (`B.in().compute_at(C, jo)`). The copy is a wrapper (`wrap`) computed at the outer loop of
+/// the tile dimension it is indexed by, that loop moved outermost so each copy serves every
+/// other tile, stored with that dimension innermost so the microkernel reads it unit-stride.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pack {
+    pub operand: String,
+    /// The stage's pure variables the operand is indexed by.
+    pub pure: Vec<String>,
+    /// The copy's variables (named after the update's reads), in the operand's order.
+    pub vars: Vec<String>,
+    /// The copy's variables in storage order: those of reduction variables first, then
+    /// `pure`, each group in the operand's order.
+    pub storage: Vec<String>,
 }
 
 /// The space of one pipeline, for one backend.
@@ -132,9 +158,10 @@ impl Space {
                 stage: StageRef::Pure,
                 pure: f.vars.clone(),
                 reduction: Vec::new(),
+                pack: None,
             });
             for (i, u) in f.updates.iter().enumerate() {
-                let pure = f
+                let pure: Vec<String> = f
                     .vars
                     .iter()
                     .zip(&u.args)
@@ -145,6 +172,7 @@ impl Space {
                 stages.push(StageShape {
                     func: f.name.clone(),
                     stage: StageRef::Update(i),
+                    pack: strided_operand(u, &pure),
                     pure,
                     reduction,
                 });
@@ -183,6 +211,7 @@ impl Space {
                     parallel: false,
                     vector_reduction: false,
                     unroll_reduction: false,
+                    pack: false,
                 })
                 .collect(),
         }
@@ -309,6 +338,7 @@ impl Space {
                                 .directives_mut()
                                 .push(d);
                         }
+                        self.pack(&mut schedule, shape, genes);
                     }
                 }
             }
@@ -316,6 +346,49 @@ impl Space {
         }
         schedule.lines.retain(|l| !l.directives.is_empty());
         Some(schedule)
+    }
+
+    /// The lines packing `shape`'s operand when `genes` ask for it: `f: wrap(B, B_p)` and
+    /// `B_p: compute_at(f.update(0), j_o).reorder_storage(..).reorder(..).vectorize(..)`, the
+    /// copy's loops in its storage order, the innermost vectorized as wide as the stage's.
+    fn pack(&self, schedule: &mut Schedule, shape: &StageShape, genes: &StageGenes) {
+        let (Some(pack), Some(at)) = (&shape.pack, pack_loop(shape, genes)) else {
+            return;
+        };
+        let wrapper = self.fresh_name(&format!("{}_p", pack.operand));
+        schedule.func(&shape.func).wrap(&pack.operand, &wrapper);
+        let line = schedule.func(&wrapper).directives_mut();
+        line.push(Directive::ComputeAt(LoopLevel {
+            func: shape.func.clone(),
+            stage: shape.stage,
+            var: at,
+        }));
+        if pack.storage != pack.vars {
+            line.push(Directive::ReorderStorage(pack.storage.clone()));
+            line.push(Directive::Reorder(pack.storage.clone()));
+        }
+        let width = width_at(&self.widths, genes.vector);
+        if let (Some(innermost), true) = (pack.storage.last(), width > 0) {
+            line.push(Directive::Vectorize {
+                var: innermost.clone(),
+                width: Some(i64::from(width)),
+            });
+        }
+    }
+
+    /// `base`, or `base` with more `_p` until no function, input or size has the name.
+    fn fresh_name(&self, base: &str) -> String {
+        let pipeline = &self.lifted.pipeline;
+        let mut name = base.to_string();
+        let taken = |n: &str| {
+            pipeline.func(n).is_some()
+                || pipeline.input(n).is_some()
+                || pipeline.size_vars().iter().any(|s| s == n)
+        };
+        while taken(&name) {
+            name.push_str("_p");
+        }
+        name
     }
 
     fn placement(&self, schedule: &Schedule, name: &str, place: Place) -> Option<Directive> {
@@ -421,6 +494,8 @@ enum Template {
         cols: u32,
         width: u32,
         register: bool,
+        /// Also pack the contraction's strided operand (`StageGenes::pack`).
+        pack: bool,
     },
 }
 
@@ -463,12 +538,21 @@ fn templates(native: u32, widths: &[u32]) -> Vec<Template> {
             cols: pair,
             width: pair,
             register: true,
+            pack: false,
         },
         Template::Tile {
             rows: 16,
             cols: 64,
             width: widest,
             register: false,
+            pack: false,
+        },
+        Template::Tile {
+            rows: 4,
+            cols: pair,
+            width: pair,
+            register: true,
+            pack: true,
         },
     ]
 }
@@ -521,6 +605,7 @@ impl Template {
             parallel: true,
             vector_reduction: false,
             unroll_reduction: false,
+            pack: false,
         };
         match self {
             Template::Vector { width, reductions } => {
@@ -532,7 +617,9 @@ impl Template {
                 cols,
                 width,
                 register,
+                pack,
             } => {
+                g.pack = pack && shape.pack.is_some();
                 if pure >= 1 {
                     g.split[pure - 1] = index_of(&FACTORS, cols);
                 }
@@ -585,7 +672,71 @@ fn random_stage(shape: &StageShape, widths: usize, rng: &mut impl Rng) -> StageG
         parallel: rng.random_bool(0.5),
         vector_reduction: !shape.reduction.is_empty() && rng.random_bool(0.5),
         unroll_reduction: !shape.reduction.is_empty() && rng.random_bool(0.5),
+        pack: false,
     }
+}
+
+/// The contraction's operand packing copies (see `Pack`), if `update` is `f(..) += a * b` with
+/// an operand read at bare variables, at least one a reduction variable: of two such, the one
+/// whose last index is one of the stage's `pure` variables (walked along a row by the tile).
+fn strided_operand(update: &Update, pure: &[String]) -> Option<Pack> {
+    let Expr::Binary(BinOp::Mul, a, b) = &update.value else {
+        return None;
+    };
+    if update.op != UpdateOp::Add {
+        return None;
+    }
+    let bare = |e: &Expr| match e {
+        Expr::Call(call) => {
+            let vars: Option<Vec<(String, bool)>> = (call.args.iter())
+                .map(|a| match a {
+                    Expr::Var(v) => Some((v.clone(), pure.contains(v))),
+                    Expr::RVar(v) => Some((v.clone(), false)),
+                    _ => None,
+                })
+                .collect();
+            vars.filter(|v| v.iter().any(|(_, p)| !p))
+                .map(|v| (call.name.clone(), v))
+        }
+        _ => None,
+    };
+    let candidates: Vec<(String, Vec<(String, bool)>)> =
+        [a, b].into_iter().filter_map(|e| bare(e)).collect();
+    let row_walked =
+        |(_, vars): &&(String, Vec<(String, bool)>)| vars.last().is_some_and(|(_, p)| *p);
+    let (operand, vars) = candidates.iter().find(row_walked).or(candidates.last())?;
+    let (pure_vars, reduced): (Vec<_>, Vec<_>) = vars.iter().partition(|(_, p)| *p);
+    let names =
+        |vs: Vec<&(String, bool)>| vs.into_iter().map(|(v, _)| v.clone()).collect::<Vec<_>>();
+    let pure_vars = names(pure_vars);
+    let storage = names(reduced)
+        .into_iter()
+        .chain(pure_vars.clone())
+        .collect();
+    Some(Pack {
+        operand: operand.clone(),
+        pure: pure_vars,
+        vars: vars.iter().map(|(v, _)| v.clone()).collect(),
+        storage,
+    })
+}
+
+/// The outer loop of a pure dimension after the stage's splits: `d_o`, or `d` unsplit.
+fn outer_loop(shape: &StageShape, g: &StageGenes, dim: &str) -> Option<String> {
+    let at = shape.pure.iter().position(|d| d == dim)?;
+    let factor = FACTORS[*g.split.get(at)? as usize % FACTORS.len()];
+    Some(if factor > 1 {
+        format!("{dim}_o")
+    } else {
+        dim.to_string()
+    })
+}
+
+/// The loop packing computes its copy at, when `g` packs: the outer loop of the last pure
+/// dimension the operand is indexed by.
+fn pack_loop(shape: &StageShape, g: &StageGenes) -> Option<String> {
+    let pack = shape.pack.as_ref().filter(|_| g.pack)?;
+    outer_loop(shape, g, pack.pure.last()?)
 }
 
 /// The loop directives of one stage: splits, the loop order, vectorize (a width of
@@ -621,6 +772,13 @@ fn stage_directives(shape: &StageShape, g: &StageGenes, widths: &[u32]) -> Vec<D
         } else {
             outer_list.push(dim.clone());
         }
+    }
+    if pack_loop(shape, g).is_some() {
+        // The copy's loops first, so one copy serves every tile of the other loops.
+        let packed: Vec<String> = (shape.pack.iter().flat_map(|p| &p.pure))
+            .filter_map(|d| outer_loop(shape, g, d))
+            .collect();
+        outer.sort_by_key(|l| !packed.contains(l));
     }
     let reductions: Vec<String> = red_outer.iter().chain(&red_inner).cloned().collect();
     let order: Vec<String> = if g.reduction_outside {

@@ -1,0 +1,114 @@
+//! The packing gene: a contraction's strided operand (sgemm's B, conv2d's weights) copied
+//! into a contiguous buffer at an outer tile loop, as Halide's sgemm schedule packs B. The
+//! seeds include a packed register tile, its schedule validates, and it computes what the
+//! unpacked one computes.
+
+use strata_dsl::random::{agree, random_args};
+use strata_dsl::{evaluate, parse_kernel, Pipeline};
+use strata_scheduler::interp::interpret;
+use strata_scheduler::lower::lower;
+use strata_scheduler::{Directive, Schedule};
+use strata_tuner::space::{Genome, Pack, Space};
+
+fn example(name: &str) -> Pipeline {
+    let path = format!(
+        "{}/../examples/kernels/{name}.strata",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
+}
+
+/// The seeds that pack, with their schedules.
+fn packed_seeds(space: &Space) -> Vec<(Genome, Schedule)> {
+    space
+        .seeds()
+        .into_iter()
+        .filter(|g| g.stages.iter().any(|s| s.pack))
+        .map(|g| {
+            let schedule = space.schedule(&g).expect("a seed is a legal schedule");
+            (g, schedule)
+        })
+        .collect()
+}
+
+fn pack_of(space: &Space) -> Vec<Pack> {
+    space.stages.iter().filter_map(|s| s.pack.clone()).collect()
+}
+
+#[test]
+fn the_strided_operands_are_sgemms_b_and_conv2ds_weights() {
+    let sgemm = Space::new(&example("matmul"));
+    assert_eq!(
+        pack_of(&sgemm),
+        [Pack {
+            operand: "B".into(),
+            pure: vec!["j".into()],
+            vars: vec!["k".into(), "j".into()],
+            storage: vec!["k".into(), "j".into()],
+        }]
+    );
+    let conv = Space::new(&example("conv2d"));
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        pack_of(&conv),
+        [Pack {
+            operand: "weights".into(),
+            pure: strings(&["f"]),
+            vars: strings(&["f", "c", "ky", "kx"]),
+            storage: strings(&["c", "ky", "kx", "f"]),
+        }]
+    );
+    // Neither a stencil nor a reduction of one operand is a contraction.
+    assert!(pack_of(&Space::new(&example("softmax"))).is_empty());
+    assert!(pack_of(&Space::new(&example("blur3x3"))).is_empty());
+}
+
+/// sgemm's packed seed copies B per column tile, that tile loop outermost, and computes the
+/// same bits as the seed that differs only in not packing.
+#[test]
+fn sgemm_seeds_pack_b_per_column_tile() {
+    let pipeline = example("matmul");
+    let space = Space::new(&pipeline);
+    let packed = packed_seeds(&space);
+    assert_eq!(packed.len(), 1, "{packed:?}");
+    let (genome, schedule) = &packed[0];
+    let text = schedule.to_string();
+    assert!(text.contains(".wrap(B, B_p)"), "{text}");
+    assert!(
+        text.contains("B_p: compute_at(C.update(0), j_o).vectorize(j, 8)"),
+        "{text}"
+    );
+    let update = schedule.directives("C", strata_scheduler::StageRef::Update(0));
+    let order = update.iter().find_map(|d| match d {
+        Directive::Reorder(order) => Some(order.clone()),
+        _ => None,
+    });
+    assert_eq!(order.as_ref().and_then(|o| o.first()).unwrap(), "j_o");
+
+    let mut plain = genome.clone();
+    plain.stages.iter_mut().for_each(|s| s.pack = false);
+    let plain = space.schedule(&plain).unwrap();
+    let sizes = strata_dsl::sizes(&[("M", 9), ("N", 20), ("K", 7)]);
+    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(3);
+    let args = random_args(&pipeline, &sizes, &mut rng).unwrap();
+    let run = |s: &Schedule| interpret(&lower(&pipeline, s).unwrap(), &args).unwrap();
+    let got = run(schedule);
+    assert_eq!(got, run(&plain), "{text}\n--\n{plain}");
+    agree(&got, &evaluate(&pipeline, &args).unwrap(), 1e-4).unwrap();
+}
+
+/// conv2d's packed seed stores the copy with the filters innermost.
+#[test]
+fn conv2d_seeds_pack_the_weights_filters_innermost() {
+    let space = Space::new(&example("conv2d"));
+    let packed = packed_seeds(&space);
+    assert!(!packed.is_empty());
+    for (_, schedule) in packed {
+        let text = schedule.to_string();
+        assert!(text.contains(".wrap(weights, weights_p)"), "{text}");
+        assert!(
+            text.contains(".reorder_storage(c, ky, kx, f).reorder(c, ky, kx, f)"),
+            "{text}"
+        );
+    }
+}
