@@ -177,22 +177,34 @@ fn hand_schedules() {
         "gaussian5",
         "brighten",
     ] {
-        let pipeline = example(name);
-        let path = format!(
-            "{}/../examples/schedules/{name}.sched",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let text = std::fs::read_to_string(&path).unwrap();
-        let schedule = strata_scheduler::schedule::text::parse_schedule(&text)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let kernel = lower(&pipeline, &schedule).unwrap_or_else(|e| panic!("{name}: {e}"));
-        for seed in 0..20 {
-            let mut rng = StdRng::seed_from_u64(seed);
-            let sizes = random_sizes(name, &mut rng);
-            let args = args_for(&pipeline, &sizes, &mut rng);
-            let expected = evaluate(&pipeline, &args).unwrap();
-            let got = interpret(&kernel, &args).unwrap_or_else(|e| panic!("{name} {sizes:?}: {e}"));
-            close(&got, &expected).unwrap_or_else(|e| panic!("{name} {sizes:?}: {e}"));
-        }
+        hand_schedule(name, name);
+    }
+}
+
+/// The hand-written schedules that pack an operand (`wrap`), on random shapes.
+#[test]
+fn packed_hand_schedules() {
+    hand_schedule("matmul", "matmul_packed");
+    hand_schedule("conv2d", "conv2d_packed");
+}
+
+/// `examples/schedules/{file}.sched` for the example kernel `name` on 20 random shapes.
+fn hand_schedule(name: &str, file: &str) {
+    let pipeline = example(name);
+    let path = format!(
+        "{}/../examples/schedules/{file}.sched",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let schedule =
+        strata_scheduler::schedule::text::parse_schedule(&text).unwrap_or_else(|e| panic!("{e}"));
+    let kernel = lower(&pipeline, &schedule).unwrap_or_else(|e| panic!("{file}: {e}"));
+    for seed in 0..20 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let sizes = random_sizes(name, &mut rng);
+        let args = args_for(&pipeline, &sizes, &mut rng);
+        let expected = evaluate(&pipeline, &args).unwrap();
+        let got = interpret(&kernel, &args).unwrap_or_else(|e| panic!("{file} {sizes:?}: {e}"));
+        close(&got, &expected).unwrap_or_else(|e| panic!("{file} {sizes:?}: {e}"));
     }
 }

@@ -72,3 +72,24 @@ fn conv2d_tail_lanes_interchanged() {
     assert!(text.contains("lanes for out.s1.xi"), "{text}");
     insta::assert_snapshot!("conv2d_hand_tail", text);
 }
+
+/// sgemm with A and B packed (`examples/schedules/matmul_packed.sched`): the copy loop nests
+/// of `Ap` (per row block) and `Bp` (per 8-column tile, inside the row block, rows 8 floats
+/// apart) and the microkernel reading `Bp` with unit stride.
+#[test]
+fn matmul_packed() {
+    let sizes: &[(&str, i64)] = &[("M", 64), ("N", 64), ("K", 64)];
+    let text = printed("matmul", &hand_schedule("matmul_packed"), sizes);
+    assert!(text.contains("allocate Bp: f32[512]"), "{text}");
+    assert!(text.contains("Bp[ramp(C.s1.k1 * 8, 1, 8)]"), "{text}");
+    insta::assert_snapshot!("matmul_packed", text);
+}
+
+/// conv2d with the weights packed, the 8 filters of a block innermost
+/// (`examples/schedules/conv2d_packed.sched`).
+#[test]
+fn conv2d_packed() {
+    let sizes: &[(&str, i64)] = &[("N", 1), ("C", 4), ("F", 8), ("H", 10), ("W", 18)];
+    let text = printed("conv2d", &hand_schedule("conv2d_packed"), sizes);
+    insta::assert_snapshot!("conv2d_packed", text);
+}
