@@ -129,9 +129,13 @@ pub enum Directive {
     /// first. The default is the definition's order. Not for the output, whose buffer is the
     /// caller's. It moves no loop: only where each element lives, so the answer is unchanged.
     ///
+    /// Rewrite (conv2d's copy of the weights of 8 filters, `Wp(f, c, ky, kx)` with C = 4, and
+    /// `Wp: reorder_storage(c, ky, kx, f)`: the 8 filters' weights of one tap become adjacent):
+    ///
     /// ```text
-    /// Wp: compute_at(out.update(0), fo)              realize Wp[f, c, ky, kx]: Wp[((c * 3 + ky) * 3 + kx) * 8 + f]
-    ///   .reorder_storage(c, ky, kx, f)       -->     (f contiguous: 8 filters' weights in one vector)
+    /// Wp[f, c, ky, kx] is flat element ((f * 4 + c) * 3 + ky) * 3 + kx
+    ///   -->
+    /// Wp[f, c, ky, kx] is flat element ((c * 3 + ky) * 3 + kx) * 8 + f
     /// ```
     ReorderStorage(Vec<String>),
     /// `wrap(g, gw)`, on the line of a consumer `f` (Halide's `g.in(f)`, TVM's `cache_read`):
