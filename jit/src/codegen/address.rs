@@ -15,12 +15,19 @@
 //!
 //! The hoisting depends on Cranelift seeing strata's loops as loops while it elaborates: see
 //! `counted_loop` (stmt.rs) for the header shape that makes its loop-invariant code motion work.
+//!
+//! What stays in the innermost loop is the term of its own counter. Multiplied by a power of
+//! two it is a shift or a scaled index; by any other constant (conv2d's channel strides, 72
+//! and 25088 bytes) it would be an `imul` in every iteration, so such a term is an induction
+//! variable instead: started at `coefficient * lo` before the loop and stepped by
+//! `coefficient` at its end (`counted_loop`, `induction`). The sums are the same in 64-bit
+//! wrapping arithmetic.
 
 use super::FnCodegen;
 use cranelift_codegen::ir::{types, InstBuilder, Value};
 use strata_dsl::{BinOp, Dtype};
 use strata_scheduler::ir::UnOp;
-use strata_scheduler::Expr;
+use strata_scheduler::{Expr, Stmt};
 
 /// At most this many terms: beyond it an index is computed as it is written.
 const MAX_TERMS: usize = 16;
@@ -67,11 +74,45 @@ impl FnCodegen<'_, '_, '_> {
         keyed.sort_by_key(|(depth, _)| *depth);
         let mut addr = base;
         for (_, term) in keyed {
-            let product = self.product(&term.factors);
-            let offset = self.b.ins().imul_imm_s(product, term.coefficient);
+            let offset = match self.counter_term(term) {
+                Some(offset) => offset,
+                None => {
+                    let product = self.product(&term.factors);
+                    self.b.ins().imul_imm_s(product, term.coefficient)
+                }
+            };
             addr = self.b.ins().iadd(addr, offset);
         }
         (addr, linear.constant as i32)
+    }
+
+    /// `coefficient * counter` as an induction variable, when the term is a counter times a
+    /// constant worth one (`counter_times_constant`) and the counter's loop keeps induction
+    /// variables.
+    fn counter_term(&mut self, term: &Term) -> Option<Value> {
+        let name = counter_times_constant(term)?;
+        let counter = match self.env.var(name) {
+            super::CVal::Scalar(v) => v,
+            super::CVal::Pieces(_) => return None,
+        };
+        self.induction(counter, term.coefficient)
+    }
+
+    /// Whether an access of `body` (a loop over `var`) has an address with a term
+    /// `var * coefficient` worth an induction variable (`counter_times_constant`).
+    pub fn wants_inductions(&self, var: &str, body: &Stmt) -> bool {
+        super::promote::accesses(body, &self.lets)
+            .into_iter()
+            .any(|(index, ty)| {
+                let start = super::expr::dense_start(&index).unwrap_or(&index);
+                linearize(start, &[])
+                    .and_then(|l| l.scaled(ty.dtype.bytes() as i64))
+                    .is_some_and(|l| {
+                        l.terms
+                            .iter()
+                            .any(|t| counter_times_constant(t).is_some_and(|name| name == var))
+                    })
+            })
     }
 
     /// The product of i32 `factors`, each sign-extended, in 64 bits.
@@ -99,6 +140,19 @@ impl FnCodegen<'_, '_, '_> {
         });
         depth
     }
+}
+
+/// The variable of a term `variable * coefficient` whose coefficient is worth an induction
+/// variable: not a power of two. A power of two costs a shift or nothing (a scaled index), and
+/// an induction variable measured slower there (sgemm's inner loop, about 5%); any other
+/// constant is an `imul` per iteration, on port 1, one of the two ports the fmas run on
+/// (conv2d's inner loop had two).
+fn counter_times_constant(term: &Term) -> Option<&str> {
+    let [Expr::Var(name, _)] = term.factors.as_slice() else {
+        return None;
+    };
+    let cheap = term.coefficient > 0 && (term.coefficient as u64).is_power_of_two();
+    (!cheap).then_some(name.as_str())
 }
 
 /// `e` in linear form with the lets in scope substituted (`lets` hold expanded values), or

@@ -9,6 +9,7 @@
 mod address;
 mod alloc;
 mod expr;
+mod fma_order;
 mod narrow;
 pub(crate) mod promote;
 mod range;
@@ -240,6 +241,7 @@ impl Compiler<'_> {
                 failure: None,
                 lets: Vec::new(),
                 promoted: Vec::new(),
+                loops: Vec::new(),
             };
             build(&mut cg, &params);
             cg.b.ins().return_(&[]);
@@ -249,6 +251,7 @@ impl Compiler<'_> {
                 return Err(e);
             }
         }
+        fma_order::order_multiplicands(&mut ctx.func);
         self.finish(id, name, &mut ctx)
     }
 
@@ -362,6 +365,16 @@ pub(crate) struct FnCodegen<'c, 'f, 'k> {
     lets: Vec<(String, strata_scheduler::Expr)>,
     /// Locations living in variables during the loop being generated.
     promoted: Vec<(promote::Location, Vec<cranelift_frontend::Variable>)>,
+    /// The loops being generated, innermost last.
+    loops: Vec<LoopInductions>,
+}
+
+/// A loop being generated: its counter and the induction variables its body asked for.
+pub(crate) struct LoopInductions {
+    /// The counter (an `i32` parameter of the loop header).
+    counter: Value,
+    /// `(step, variable)`: the variable holds `step * counter` in 64 bits.
+    steps: Vec<(i64, cranelift_frontend::Variable)>,
 }
 
 impl FnCodegen<'_, '_, '_> {

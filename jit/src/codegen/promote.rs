@@ -54,6 +54,21 @@ pub fn promotable(var: &str, body: &Stmt, outer_lets: &[(String, Expr)]) -> Vec<
     out
 }
 
+/// Every buffer access in `body` as its index (lets substituted) and the accessed type.
+pub fn accesses(body: &Stmt, outer_lets: &[(String, Expr)]) -> Vec<(Expr, IrType)> {
+    let mut scan = Scan {
+        lets: outer_lets.to_vec(),
+        inner_loops: Vec::new(),
+        accesses: Vec::new(),
+        conditional: 0,
+    };
+    scan.stmt(body);
+    scan.accesses
+        .into_iter()
+        .map(|a| (a.location.index, a.location.ty))
+        .collect()
+}
+
 struct Access {
     location: Location,
     ok: bool,

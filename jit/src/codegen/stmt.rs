@@ -4,10 +4,10 @@
 
 use super::expr::{dense_start, mem_flags};
 use super::values::{layout, splat, unpack, CVal, Layout};
-use super::{promote, Env, FnCodegen};
+use super::{promote, Env, FnCodegen, LoopInductions};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, BlockArg, InstBuilder, StackSlotData, StackSlotKind, Value,
+    types, AbiParam, Block, BlockArg, InstBuilder, StackSlotData, StackSlotKind, Value,
 };
 use cranelift_frontend::Variable;
 use cranelift_module::Module;
@@ -90,7 +90,8 @@ impl FnCodegen<'_, '_, '_> {
     }
 
     fn loop_body(&mut self, var: &str, lo: Value, hi: Value, body: &Stmt) {
-        self.counted_loop(lo, hi, &mut |cg, i| {
+        let inductions = self.steps_by_induction(var, body);
+        self.counted_loop(lo, hi, inductions, &mut |cg, i| {
             cg.env.push_var(var, CVal::Scalar(i), IrType::I32);
             cg.stmt(body);
             cg.env.pop_var();
@@ -153,23 +154,147 @@ impl FnCodegen<'_, '_, '_> {
     /// Rotating the loop instead (the test at the end) hoists too, but the accumulators then
     /// flow both to the back edge and out of the loop, which makes Cranelift refuse to fold
     /// the loads feeding them into their users.
-    fn counted_loop(&mut self, lo: Value, hi: Value, body: &mut dyn FnMut(&mut Self, Value)) {
+    ///
+    /// With `inductions` (`steps_by_induction`), the body's addresses step through memory by
+    /// induction variables (`induction`) rather than multiplying the counter in every
+    /// iteration; the loop's preheader, which starts them, is filled after the body, once the
+    /// body has said which it uses.
+    fn counted_loop(
+        &mut self,
+        lo: Value,
+        hi: Value,
+        inductions: bool,
+        body: &mut dyn FnMut(&mut Self, Value),
+    ) {
         let header = self.b.create_block();
         let body_block = self.b.create_block();
         let exit = self.b.create_block();
         let i = self.b.append_block_param(header, types::I32);
-        self.b.ins().jump(header, &[BlockArg::Value(lo)]);
+        let preheader = self.enter_loop(header, lo, inductions);
         self.b.switch_to_block(header);
         let done = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, i, hi);
         self.b.ins().brif(done, exit, &[], body_block, &[]);
         self.b.switch_to_block(body_block);
         self.b.seal_block(body_block);
-        body(self, i);
+        let steps = self.body_with_inductions(i, preheader.is_some(), body);
+        for &(step, var) in &steps {
+            let offset = self.b.use_var(var);
+            let next = self.b.ins().iadd_imm_s(offset, step);
+            self.b.def_var(var, next);
+        }
         let next = self.b.ins().iadd_imm_s(i, 1);
         self.b.ins().jump(header, &[BlockArg::Value(next)]);
+        if let Some(preheader) = preheader {
+            self.start_inductions(preheader, header, lo, &steps);
+        }
         self.b.seal_block(header);
         self.b.switch_to_block(exit);
         self.b.seal_block(exit);
+    }
+
+    /// Generates a loop's body for counter `i`; with `inductions`, returns the induction
+    /// variables it asked for (`induction`), as `(step, variable)`.
+    fn body_with_inductions(
+        &mut self,
+        i: Value,
+        inductions: bool,
+        body: &mut dyn FnMut(&mut Self, Value),
+    ) -> Vec<(i64, Variable)> {
+        if !inductions {
+            body(self, i);
+            return Vec::new();
+        }
+        self.loops.push(LoopInductions {
+            counter: i,
+            steps: Vec::new(),
+        });
+        body(self, i);
+        self.loops.pop().map(|l| l.steps).unwrap_or_default()
+    }
+
+    /// Leaves the current block for a loop's header: straight to it (counter `lo`), or, for a
+    /// loop with `inductions`, to a new, empty preheader placed next in the layout, returned
+    /// to be filled once the body is generated (`start_inductions`).
+    fn enter_loop(&mut self, header: Block, lo: Value, inductions: bool) -> Option<Block> {
+        let current = self.b.current_block().filter(|_| inductions);
+        let Some(current) = current else {
+            self.b.ins().jump(header, &[BlockArg::Value(lo)]);
+            return None;
+        };
+        let preheader = self.b.create_block();
+        self.b.insert_block_after(preheader, current);
+        self.b.ins().jump(preheader, &[]);
+        Some(preheader)
+    }
+
+    /// Fills a loop's preheader: each induction variable starts at `step * lo`, then the loop.
+    fn start_inductions(
+        &mut self,
+        preheader: Block,
+        header: Block,
+        lo: Value,
+        steps: &[(i64, Variable)],
+    ) {
+        self.b.switch_to_block(preheader);
+        self.b.seal_block(preheader);
+        if !steps.is_empty() {
+            let wide_lo = self.b.ins().sextend(types::I64, lo);
+            for &(step, var) in steps {
+                let start = self.b.ins().imul_imm_s(wide_lo, step);
+                self.b.def_var(var, start);
+            }
+        }
+        self.b.ins().jump(header, &[BlockArg::Value(lo)]);
+    }
+
+    /// Whether the loop over `var` keeps address terms in induction variables: an innermost
+    /// loop (in an outer loop the multiplications run once per inner loop, and induction
+    /// variables would only hold registers across it) with a term worth one. Other loops keep
+    /// the plain shape, whose code is unchanged.
+    fn steps_by_induction(&self, var: &str, body: &Stmt) -> bool {
+        innermost(body) && self.wants_inductions(var, body)
+    }
+
+    /// Reads every promoted variable at the top of a loop body, so that the loop header's
+    /// parameters (and the back edge's arguments) list the accumulators before the induction
+    /// variables. Cranelift computes a back edge's arguments in their order: with an
+    /// induction variable first, its increment came before the loads that use its old value,
+    /// which then needed a register of its own and a copy in every iteration.
+    fn carry_promoted_first(&mut self) {
+        let vars: Vec<Variable> = self
+            .promoted
+            .iter()
+            .flat_map(|(_, vars)| vars.iter().copied())
+            .collect();
+        for var in vars {
+            self.b.use_var(var);
+        }
+    }
+
+    /// `step * counter` (sign-extended, in 64 bits) for `counter` the counter of a loop being
+    /// generated with induction variables, as a variable the loop starts at `step * lo` and
+    /// steps by `step` each iteration: one addition per iteration instead of a sign extension
+    /// and a multiplication (an `imul`, on one of the two ports the fmas need). `None` for any
+    /// other value.
+    pub(super) fn induction(&mut self, counter: Value, step: i64) -> Option<Value> {
+        let depth = self.loops.iter().rposition(|l| l.counter == counter)?;
+        let existing = self.loops[depth]
+            .steps
+            .iter()
+            .find(|(s, _)| *s == step)
+            .map(|&(_, var)| var);
+        let var = match existing {
+            Some(var) => var,
+            None => {
+                if self.loops[depth].steps.is_empty() {
+                    self.carry_promoted_first();
+                }
+                let var = self.b.declare_var(types::I64);
+                self.loops[depth].steps.push((step, var));
+                var
+            }
+        };
+        Some(self.b.use_var(var))
     }
 
     fn if_then_else(&mut self, cond: &Expr, then_case: &Stmt, else_case: Option<&Stmt>) {
@@ -316,7 +441,8 @@ impl FnCodegen<'_, '_, '_> {
             self.comp
                 .define(id, &name, sig, |cg, params| {
                     cg.env = restore_scope(cg, params[0], captured, &types_of);
-                    cg.counted_loop(params[1], params[2], &mut |cg, i| {
+                    let inductions = cg.steps_by_induction(var, body);
+                    cg.counted_loop(params[1], params[2], inductions, &mut |cg, i| {
                         cg.env.push_var(var, CVal::Scalar(i), IrType::I32);
                         cg.stmt(body);
                         cg.env.pop_var();
@@ -352,6 +478,13 @@ impl FnCodegen<'_, '_, '_> {
         out.extend(env.threads.iter().map(|p| self.b.func.dfg.value_type(*p)));
         out
     }
+}
+
+/// Whether a loop body holds no loop (then it is an innermost loop's).
+fn innermost(body: &Stmt) -> bool {
+    let mut found = false;
+    body.for_each(&mut |s| found |= matches!(s, Stmt::For { .. }));
+    !found
 }
 
 /// Rebuilds the environment `captured` inside a parallel body from the context at `ctx`.
