@@ -444,14 +444,7 @@ impl FnCodegen<'_, '_, '_> {
         buffer: &str,
         index: &strata_scheduler::Expr,
     ) -> Option<Vec<cranelift_frontend::Variable>> {
-        if !self.promoted.iter().any(|(l, _)| l.buffer == buffer) {
-            return None;
-        }
-        let index = promote::expand(index, &self.lets);
-        self.promoted
-            .iter()
-            .find(|(l, _)| l.buffer == buffer && l.index == index)
-            .map(|(_, v)| v.clone())
+        promote::find(&self.promoted, buffer, index, &self.lets).cloned()
     }
 
     /// The scalar math function `name` (`nargs` arguments of `dtype`).

@@ -26,6 +26,24 @@ pub struct Location {
     pub stored: bool,
 }
 
+/// What holds `buffer[index]` (lets substituted with `lets`) among the `promoted` locations, if
+/// that location is promoted: the backends keep promoted values in their own kind of place.
+pub fn find<'a, T>(
+    promoted: &'a [(Location, T)],
+    buffer: &str,
+    index: &Expr,
+    lets: &[(String, Expr)],
+) -> Option<&'a T> {
+    if !promoted.iter().any(|(l, _)| l.buffer == buffer) {
+        return None;
+    }
+    let index = expand(index, lets);
+    promoted
+        .iter()
+        .find(|(l, _)| l.buffer == buffer && l.index == index)
+        .map(|(_, held)| held)
+}
+
 /// The locations of `body` that can live in registers across the loop over `var`.
 pub fn promotable(var: &str, body: &Stmt, outer_lets: &[(String, Expr)]) -> Vec<Location> {
     if contains_parallel_or_allocation(body) {

@@ -112,7 +112,7 @@ pub fn compile(kernel: &LoweredKernel, options: &CodegenOptions) -> Result<LlvmC
 }
 
 /// A target machine for this CPU, with all its features (AVX-512 where present).
-fn host_machine() -> Result<TargetMachine, CodegenError> {
+pub(crate) fn host_machine() -> Result<TargetMachine, CodegenError> {
     Target::initialize_native(&InitializationConfig::default()).map_err(CodegenError::Isa)?;
     let triple = TargetMachine::get_default_triple();
     let target = Target::from_triple(&triple).map_err(|e| CodegenError::Isa(e.to_string()))?;

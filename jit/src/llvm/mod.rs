@@ -28,4 +28,5 @@ mod promote;
 mod stmt;
 mod vmath;
 
+pub(crate) use engine::host_machine;
 pub use engine::{compile, LlvmCode};

@@ -54,14 +54,7 @@ impl<'ctx> FnGen<'_, 'ctx> {
 
     /// The slot holding `buffer[index]`, if that location is promoted.
     pub fn promoted_slot(&self, buffer: &str, index: &Expr) -> Option<PointerValue<'ctx>> {
-        if !self.promoted.iter().any(|(l, _)| l.buffer == buffer) {
-            return None;
-        }
-        let index = promote::expand(index, &self.lets);
-        self.promoted
-            .iter()
-            .find(|(l, _)| l.buffer == buffer && l.index == index)
-            .map(|(_, slot)| *slot)
+        promote::find(&self.promoted, buffer, index, &self.lets).copied()
     }
 
     /// The address of a promoted location's first element.

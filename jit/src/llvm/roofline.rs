@@ -16,7 +16,7 @@ use inkwell::execution_engine::JitFunction;
 use inkwell::intrinsics::Intrinsic;
 use inkwell::module::Module;
 use inkwell::passes::PassBuilderOptions;
-use inkwell::targets::{CodeModel, InitializationConfig, RelocMode, Target, TargetMachine};
+use inkwell::targets::TargetMachine;
 use inkwell::types::VectorType;
 use inkwell::values::{BasicValue, FunctionValue, PointerValue, VectorValue};
 use inkwell::{AddressSpace, OptimizationLevel};
@@ -138,21 +138,9 @@ fn probe_module(context: &Context, lanes: u32, native_fma: bool) -> Result<Modul
     Ok(module)
 }
 
-/// A target machine for this CPU with all its features, as the LLVM backend makes one.
+/// A target machine for this CPU with all its features: the LLVM backend's.
 fn host_machine() -> Result<TargetMachine, String> {
-    Target::initialize_native(&InitializationConfig::default())?;
-    let triple = TargetMachine::get_default_triple();
-    let target = Target::from_triple(&triple).map_err(|e| e.to_string())?;
-    target
-        .create_target_machine(
-            &triple,
-            &TargetMachine::get_host_cpu_name().to_string(),
-            &TargetMachine::get_host_cpu_features().to_string(),
-            OptimizationLevel::Aggressive,
-            RelocMode::Default,
-            CodeModel::JITDefault,
-        )
-        .ok_or_else(|| "LLVM cannot target this CPU".to_string())
+    crate::llvm::host_machine().map_err(|e| e.to_string())
 }
 
 /// Why building the probe's IR failed (LLVM's builder refuses only misuse, a bug here).
