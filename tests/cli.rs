@@ -583,6 +583,40 @@ fn an_update_reading_its_output_outside_it_is_a_check_error() {
     );
 }
 
+/// Issue 14: an empty output is answered under a hand schedule as under the default. A
+/// depthwise 3x3 convolution of an image 2 rows high has no output row; computing the input's
+/// wrapper over the (fused) output loops was refused ("input `I` is too small").
+#[test]
+fn an_empty_output_runs_under_a_hand_schedule() {
+    let dw = kernel_file(
+        "empty-output",
+        "dw",
+        "kernel dw(I: f32[C, H, W], K: f32[C, 3, 3]) -> O: f32[C, H - 2, W - 2] { \
+         O(c, y, x) = sum(ky in 0..3, kx in 0..3) I(c, y + ky, x + kx) * K(c, ky, kx); }",
+    );
+    let schedule = "O: wrap(I, Iw).parallel(c); \
+                    O.update(0): fuse(y, x, yx).split(yx, o, i, 8).vectorize(i).parallel(c); \
+                    Iw: compute_root().parallel(c)";
+    for schedule in ["", schedule] {
+        let args = [
+            "run",
+            dw.to_str().unwrap(),
+            "--shape",
+            "C=4,H=2,W=10",
+            "--schedule",
+            schedule,
+            "--min-time",
+            "0",
+            "--json",
+        ];
+        let out = strata(&args);
+        assert!(out.status.success(), "{schedule}: {}", text(&out.stderr));
+        let report: serde_json::Value =
+            serde_json::from_str(text(&out.stdout).trim()).expect("one JSON object");
+        assert_eq!(report["correct"], true, "{schedule}: {report}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // `--backend`: which code generator compiles (Cranelift always; LLVM with the feature `llvm`).
 

@@ -1,7 +1,9 @@
 //! The reference evaluator: computes a kernel's output straight from its definitions. Slow on
 //! purpose and simple on purpose: every function is computed over the whole region its consumers
 //! need (found by `bounds`), point by point in row-major order, then its updates run in order,
-//! pure variables outside reduction variables. It is the oracle every schedule is checked against.
+//! pure variables outside reduction variables. A function no consumer reads a point of (read
+//! only by an output of extent 0, or inside an empty reduction domain) is not computed at all.
+//! It is the oracle every schedule is checked against.
 //!
 //! Reads of an input outside its extents follow its boundary condition; without one, such a read
 //! is an `EvalError::OutOfBounds`, never undefined. `select` evaluates only the branch it picks.
@@ -176,6 +178,9 @@ impl<'a> Evaluator<'a> {
         required.insert(self.pipeline.output.name.clone(), out_region);
         let mut regions = HashMap::new();
         for func in self.pipeline.topo_order().into_iter().rev() {
+            // A function no consumer reads a point of is not computed (its updates neither):
+            // an empty region is never an error, as compiled code computes a producer only
+            // when a loop reading it runs.
             let Some(needed) = required.get(&func.name).cloned() else {
                 continue;
             };
@@ -183,7 +188,10 @@ impl<'a> Evaluator<'a> {
                 self.check_output_updates(func, &needed)?;
             }
             let region = self.region_with_updates(func, needed)?;
-            for (callee, boxes) in self.calls_of(func, &region)? {
+            let calls = self.calls_of(func, &region)?;
+            let reads_something =
+                |(_, b): &(String, Vec<Interval>)| !b.iter().any(|i| i.is_empty());
+            for (callee, boxes) in calls.into_iter().filter(reads_something) {
                 let entry = required
                     .entry(callee)
                     .or_insert_with(|| vec![Interval::EMPTY; boxes.len()]);
@@ -298,7 +306,9 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    /// Every call to another function from `func`'s definitions, with the box it reads.
+    /// Every call to another function from `func`'s definitions, with the box it reads. Calls
+    /// inside loops that run zero times (the pure definition over an empty region, an update
+    /// that runs nothing, a reduction over an empty domain) read nothing and are left out.
     fn calls_of(
         &self,
         func: &'a Func,
@@ -311,7 +321,9 @@ impl<'a> Evaluator<'a> {
             .cloned()
             .zip(region.iter().copied())
             .collect();
-        self.collect_calls(&func.value, &mut env, &mut calls)?;
+        if !region.iter().any(|i| i.is_empty()) {
+            self.collect_calls(&func.value, &mut env, &mut calls)?;
+        }
         for update in &func.updates {
             let mut env = self.update_intervals(func, update, region)?;
             if runs_nothing(func, update, &env) {
@@ -352,7 +364,9 @@ impl<'a> Evaluator<'a> {
                 for rvar in &r.rvars {
                     env.push((rvar.name.clone(), self.rvar_interval(rvar)?));
                 }
-                self.collect_calls(&r.body, env, out)?;
+                if !env[scope..].iter().any(|(_, i)| i.is_empty()) {
+                    self.collect_calls(&r.body, env, out)?;
+                }
                 env.truncate(scope);
             }
             Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => self.collect_calls(a, env, out)?,

@@ -166,21 +166,8 @@ fn unroll_factor_out_of_range() {
     );
 }
 
-#[test]
-fn vectorize_without_width_on_a_non_constant_extent() {
-    assert_eq!(
-        error("matmul", "C: vectorize(j)"),
-        "in the schedule of `C`: `vectorize(j)`: the extent of `j` is not a constant; give a width (e.g. `vectorize(j, 8)`) or split it first"
-    );
-}
-
-#[test]
-fn unroll_without_factor_on_a_non_constant_extent() {
-    assert_eq!(
-        error("brighten", "out: unroll(x)"),
-        "in the schedule of `out`: `unroll(x)`: the extent of `x` is not a constant; give a factor (e.g. `unroll(x, 4)`) or split it first"
-    );
-}
+// `vectorize(j)` or `unroll(x)` without a factor on a loop whose extent is not a constant is
+// refused by lowering, once bounds inference has found the extent (tests/constant_extents.rs).
 
 // ---------------------------------------------------------------------------------------------
 // Loop kinds

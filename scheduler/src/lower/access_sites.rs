@@ -1,50 +1,58 @@
-//! The boxes a call checks, one per site that accesses a buffer, each with the extents of the
-//! loops around it. Establishes: a site inside a loop that runs zero times is not checked. Its
+//! The boxes a call checks, one per site that accesses a buffer, each with the conditions under
+//! which it runs: the extents of the loops around it are positive, the `if`s around it hold.
+//! Establishes: a site inside a loop that runs zero times is not checked. Its
 //! box, taken over an empty range, need not be empty (a fused loop's clamped coordinates, an
 //! empty reduction domain whose indices still bound something), and checking it refused valid
-//! calls; `bounds::access_bounds`, which realizations use, unions every site instead.
+//! calls; `bounds::live_access_bounds`, which realizations use, unions every site that is not
+//! under a loop of constant extent 0 instead.
+//!
+//! The same conditions say when a producer is needed at all (`run_condition`): realization
+//! computes a function only `if` some site reading it runs, so a producer read only inside
+//! empty loops (an output of extent 0, an empty reduction domain) computes nothing and reads
+//! nothing, and the sites under that `if` are checked only where it holds.
 //!
 //! Code generation may hoist an input's load out of loops its index does not depend on (input
 //! loads are `can_move`), to before a loop that runs zero times. So for a `hoistable` buffer a
 //! loop's extent conditions a site only if the site's index depends on that loop's variable or
 //! on a loop inside it (the load cannot leave the innermost loop whose variable it reads, nor
-//! any loop around that one).
+//! any loop around that one). A load never rises above an `if` it is under (see
+//! `load_flags` in the jit's `codegen/expr.rs`), so an `if`'s condition conditions every site
+//! under it.
 
 use super::bounds::{
     expr_box, guarded, loop_interval, map_box, over_scope, substitute, union_boxes,
 };
 use super::bounds::{Interval, Scope};
 use crate::ir::{Expr, Stmt};
+use strata_dsl::BinOp;
 
-/// One access site's box, and the extents of the loops around it that are expressions of the
-/// sizes: the site touches nothing when any of them is 0 or less.
+/// One access site's box, and the conditions under which it runs: `0 < extent` of the loops
+/// around it, and the conjuncts of the `if`s around it (from `access_sites`, only those that
+/// are expressions of the sizes). The site touches nothing when one of them is false.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Site {
     pub region: Vec<Interval>,
-    pub runs_if_positive: Vec<Expr>,
+    pub runs_if: Vec<Expr>,
     /// Whether the index depends on a loop variable seen so far (the site is pinned inside
     /// that loop and every loop around it).
     pinned: bool,
 }
 
-/// Every site of `s` accessing `func`, sites under the same loop extents merged into one box.
+/// Every site of `s` accessing `func`, sites under the same conditions merged into one box.
 /// `sizes` names the variables bound when the kernel is called; `hoistable` says whether loads
 /// of `func` may be hoisted out of loops (see the module doc).
 pub fn access_sites(s: &Stmt, func: &str, sizes: &[String], hoistable: bool) -> Vec<Site> {
     let mut merged: Vec<Site> = Vec::new();
     for mut site in sites(s, func, hoistable) {
-        site.runs_if_positive
+        site.runs_if
             .retain(|e| free_vars(e).iter().all(|v| sizes.contains(v)));
-        site.runs_if_positive.dedup();
+        site.runs_if.dedup();
         site.region = site
             .region
             .iter()
             .map(|i| over_scope(i, &Scope::default()))
             .collect();
-        match merged
-            .iter_mut()
-            .find(|m| m.runs_if_positive == site.runs_if_positive)
-        {
+        match merged.iter_mut().find(|m| m.runs_if == site.runs_if) {
             Some(m) => {
                 m.region =
                     union_boxes(Some(m.region.clone()), Some(site.region)).unwrap_or_default()
@@ -62,7 +70,7 @@ fn sites(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
         .filter_map(|e| expr_box(e, func))
         .map(|region| Site {
             region,
-            runs_if_positive: Vec::new(),
+            runs_if: Vec::new(),
             pinned: false,
         })
         .collect();
@@ -77,15 +85,15 @@ fn sites(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
             let mut scope = Scope::default();
             scope.push(var, loop_interval(min, extent, &Scope::default()));
             for site in sites(body, func, hoistable) {
-                let mut runs_if_positive = site.runs_if_positive;
-                runs_if_positive.retain(|e| !free_vars(e).contains(var));
+                let mut runs_if = site.runs_if;
+                runs_if.retain(|e| !free_vars(e).contains(var));
                 let pinned = site.pinned || region_uses(&site.region, var);
                 if pinned || !hoistable {
-                    runs_if_positive.push(extent.clone());
+                    runs_if.push(Expr::lt(Expr::int(0), extent.clone()));
                 }
                 out.push(Site {
                     region: site.region.iter().map(|i| over_scope(i, &scope)).collect(),
-                    runs_if_positive,
+                    runs_if,
                     pinned,
                 });
             }
@@ -94,7 +102,7 @@ fn sites(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
             let sub = |e: &Expr| substitute(e, name, value);
             out.extend(sites(body, func, hoistable).into_iter().map(|site| Site {
                 region: map_box(Some(site.region), &sub).unwrap_or_default(),
-                runs_if_positive: site.runs_if_positive.iter().map(sub).collect(),
+                runs_if: site.runs_if.iter().map(sub).collect(),
                 pinned: site.pinned,
             }));
         }
@@ -108,6 +116,7 @@ fn sites(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
                     .into_iter()
                     .map(|site| Site {
                         region: guarded(&site.region, cond),
+                        runs_if: [site.runs_if, conjuncts(cond)].concat(),
                         ..site
                     }),
             );
@@ -117,7 +126,7 @@ fn sites(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
         }
         Stmt::Provide { func: f, args, .. } if f == func => out.push(Site {
             region: args.iter().cloned().map(Interval::point).collect(),
-            runs_if_positive: Vec::new(),
+            runs_if: Vec::new(),
             pinned: false,
         }),
         other => {
@@ -127,6 +136,50 @@ fn sites(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
         }
     }
     out
+}
+
+/// The condition under which some access of `func` in `s` runs: the disjunction, over its
+/// sites, of each site's conditions; `None` when `s` never accesses `func` or some site runs
+/// whenever `s` does (nothing to test). Every variable it reads is free in `s`, so it can be
+/// tested where `s` starts.
+pub fn run_condition(s: &Stmt, func: &str) -> Option<Expr> {
+    let mut disjuncts: Vec<Vec<Expr>> = Vec::new();
+    for site in sites(s, func, false) {
+        let mut terms: Vec<Expr> = Vec::new();
+        for e in site.runs_if.iter().map(crate::simplify::simplify_expr) {
+            if e == Expr::Const(strata_dsl::Value::Bool(true)) || terms.contains(&e) {
+                continue;
+            }
+            terms.push(e);
+        }
+        if terms.is_empty() {
+            return None;
+        }
+        if !disjuncts.contains(&terms) {
+            disjuncts.push(terms);
+        }
+    }
+    let all = |terms: Vec<Expr>| terms.into_iter().reduce(and);
+    let any = disjuncts.into_iter().filter_map(all).reduce(or)?;
+    Some(crate::simplify::simplify_expr(&any))
+}
+
+/// The conjuncts of `cond` (`a && b` is `a` and `b`), each a condition of its own: one that
+/// reads a loop variable is dropped at that loop while the others still count.
+fn conjuncts(cond: &Expr) -> Vec<Expr> {
+    match cond {
+        Expr::Binary(BinOp::And, a, b) => [conjuncts(a), conjuncts(b)].concat(),
+        other => vec![other.clone()],
+    }
+}
+
+/// `a && b`.
+pub fn and(a: Expr, b: Expr) -> Expr {
+    Expr::binary(BinOp::And, a, b)
+}
+
+fn or(a: Expr, b: Expr) -> Expr {
+    Expr::binary(BinOp::Or, a, b)
 }
 
 /// Whether a bound of `region` reads the variable `var`.

@@ -459,8 +459,26 @@ pub fn loop_interval(min: &Expr, extent: &Expr, scope: &Scope) -> Interval {
 /// correlated); passing a loop takes the bounds of the box over the loop's range; passing an
 /// `if (v < e)` rewrites `v` as `min(v, e - 1)`, which is the same value inside the `if`.
 pub fn access_bounds(s: &Stmt, func: &str) -> Option<Vec<Interval>> {
-    let b = stmt_box(s, func)?;
+    let b = stmt_box(s, func, false)?;
     Some(b.iter().map(|i| over_scope(i, &Scope::default())).collect())
+}
+
+/// `access_bounds` of the accesses that can run: those inside a loop of constant extent 0 or
+/// less (an empty reduction domain such as `r in 0..0`, and the loops split from it) or an
+/// `if (false)` are left out. Taken over their empty range, their boxes need not be empty
+/// (`f(x + r - 1)` over `r` in `0..=-1` is `f(x - 1 ..= x - 2)` and widens a union to
+/// `x - 1`), so a producer's region counting them read past its inputs. `None` if no access
+/// of `func` in `s` can run.
+pub fn live_access_bounds(s: &Stmt, func: &str) -> Option<Vec<Interval>> {
+    let b = stmt_box(s, func, true)?;
+    Some(b.iter().map(|i| over_scope(i, &Scope::default())).collect())
+}
+
+/// Whether a loop of this extent provably runs zero times.
+fn never_runs(extent: &Expr) -> bool {
+    crate::simplify::simplify_expr(extent)
+        .as_int()
+        .is_some_and(|n| n <= 0)
 }
 
 /// The interval of the ends of `i` with the variables of `scope` ranging (data-dependent
@@ -507,12 +525,15 @@ pub(super) fn map_box(
     })
 }
 
-fn stmt_box(s: &Stmt, func: &str) -> Option<Vec<Interval>> {
+/// The box of the accesses of `func` in `s`; with `live`, only of those that can run (see
+/// `live_access_bounds`).
+fn stmt_box(s: &Stmt, func: &str, live: bool) -> Option<Vec<Interval>> {
     let mut own = None;
     for e in s.exprs() {
         own = union_boxes(own, expr_box(e, func));
     }
     let inner = match s {
+        Stmt::For { extent, .. } if live && never_runs(extent) => None,
         Stmt::For {
             var,
             min,
@@ -522,18 +543,24 @@ fn stmt_box(s: &Stmt, func: &str) -> Option<Vec<Interval>> {
         } => {
             let mut scope = Scope::default();
             scope.push(var, loop_interval(min, extent, &Scope::default()));
-            stmt_box(body, func).map(|b| b.iter().map(|i| over_scope(i, &scope)).collect())
+            let b = stmt_box(body, func, live);
+            b.map(|b| b.iter().map(|i| over_scope(i, &scope)).collect())
         }
         Stmt::Let { name, value, body } => {
-            map_box(stmt_box(body, func), &|e| substitute(e, name, value))
+            map_box(stmt_box(body, func, live), &|e| substitute(e, name, value))
         }
         Stmt::If {
             cond,
             then_case,
             else_case,
         } => {
-            let then_box = stmt_box(then_case, func).map(|b| guarded(&b, cond));
-            union_boxes(then_box, else_case.as_ref().and_then(|e| stmt_box(e, func)))
+            let dead = live && *cond == Expr::Const(strata_dsl::Value::Bool(false));
+            let then_box = (!dead)
+                .then(|| stmt_box(then_case, func, live))
+                .flatten()
+                .map(|b| guarded(&b, cond));
+            let else_box = else_case.as_ref().and_then(|e| stmt_box(e, func, live));
+            union_boxes(then_box, else_box)
         }
         Stmt::Provide { func: f, args, .. } if f == func => {
             Some(args.iter().cloned().map(Interval::point).collect())
@@ -541,7 +568,7 @@ fn stmt_box(s: &Stmt, func: &str) -> Option<Vec<Interval>> {
         other => other
             .children()
             .into_iter()
-            .fold(None, |acc, c| union_boxes(acc, stmt_box(c, func))),
+            .fold(None, |acc, c| union_boxes(acc, stmt_box(c, func, live))),
     };
     union_boxes(own, inner)
 }

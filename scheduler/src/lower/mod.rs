@@ -5,6 +5,7 @@
 
 pub mod access_sites;
 pub mod bounds;
+pub mod constant_extents;
 pub mod flatten;
 pub mod inline;
 pub mod interchange_lanes;
@@ -110,6 +111,8 @@ fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel,
     let checks = call_checks(&inlined, &s)?;
     let s = loop_nest::strip_bounds_hints(&s);
     log.log("stripping bounds hints", &s);
+    let s = constant_extents::constant_extents(&s, &inlined, &plan)?;
+    log.log("constant extents", &s);
     let s = flatten::flatten(&s, &inlined, &plan);
     log.log("storage flattening", &s);
     let s = vectorize::vectorize(&s);
@@ -247,9 +250,10 @@ fn domain_bounds(pipeline: &Pipeline) -> Vec<Expr> {
         .collect()
 }
 
-/// The box of each group of sites accessing `name` in `s`, as ranges. A group under loops
-/// whose extents are expressions of the sizes gets an extent of 0 wherever one of those is not
-/// positive (the sites run nothing then), so the call skips it.
+/// The box of each group of sites accessing `name` in `s`, as ranges. A group whose run
+/// conditions are expressions of the sizes (the extents of the loops around it positive, the
+/// `if`s around it holding) gets an extent of 0 wherever one of them is false (the sites run
+/// nothing then), so the call skips it.
 fn checked_sites(
     s: &Stmt,
     name: &str,
@@ -258,9 +262,7 @@ fn checked_sites(
 ) -> Result<Vec<Vec<Range>>, LowerError> {
     let mut boxes = Vec::new();
     for site in access_sites::access_sites(s, name, sizes, hoistable) {
-        let runs = (site.runs_if_positive.into_iter())
-            .map(|e| Expr::lt(Expr::int(0), e))
-            .reduce(|a, b| Expr::binary(strata_dsl::BinOp::And, a, b));
+        let runs = site.runs_if.into_iter().reduce(access_sites::and);
         let mut ranges = Vec::new();
         for (dim, i) in site.region.into_iter().enumerate() {
             let (Some(min), Some(max)) = (i.min, i.max) else {

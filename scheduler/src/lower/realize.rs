@@ -6,10 +6,14 @@
 //! there ranging over their bounds and the loops outside fixed; update definitions may grow it
 //! (a histogram's data-dependent target, a scan's reads). `L`'s body becomes
 //! `let f.x.min = ..; let f.x.max = ..; produce f { stages } ; <old body>`, and a
-//! `realize f` covering every access wraps the body of the storage loop.
-//! Establishes: every call of a computed function is inside its `realize`, after its `produce`.
+//! `realize f` covering every access wraps the body of the storage loop. When every access in
+//! `L`'s body lies under loops that may run zero times, the `produce` is under
+//! `if (0 < extent && ..)` of those loops: nothing is computed (or read) for a consumer that
+//! reads nothing, such as an output of extent 0.
+//! Establishes: every call of a computed function is inside its `realize`, after its `produce`,
+//! and a `produce` runs only if some access of the function after it can.
 
-use super::bounds::{access_bounds, fold_add, fold_sub, Interval};
+use super::bounds::{access_bounds, fold_add, fold_sub, live_access_bounds, Interval};
 use super::loop_nest::{region_max, region_min, stage_nest, StageNest};
 use super::LowerError;
 use crate::ir::{Expr, Range, Stmt};
@@ -159,19 +163,43 @@ fn replace_loop_body(s: &Stmt, var: &str, f: &mut dyn FnMut(&Stmt) -> Stmt) -> S
 }
 
 /// The region of `func` needed by `body`, then `body` preceded by its computation; `None` when
-/// `body` does not use `func`.
+/// `body` does not use `func`. Accesses inside loops that never run (an empty reduction
+/// domain such as `r in 0..0`) need nothing (`live_access_bounds`); a function only they read
+/// keeps their region but is never computed (its `produce` is under `if (false)`).
 fn compute_here(
     body: &Stmt,
     func: &Func,
     nests: &HashMap<(String, usize), StageNest>,
 ) -> Result<Option<Stmt>, LowerError> {
-    let Some(required) = access_bounds(body, &func.name) else {
+    let needed = live_access_bounds(body, &func.name);
+    let Some(required) = needed.or_else(|| access_bounds(body, &func.name)) else {
         return Ok(None);
     };
     let required = bounded(&func.name, required)?;
     let region = grow_for_updates(func, &required, nests)?;
-    let stmt = Stmt::block(vec![produce(func, nests), body.clone()]);
+    let stmt = Stmt::block(vec![produce_when_read(body, func, nests), body.clone()]);
     Ok(Some(with_region(func, &region, stmt)))
+}
+
+/// `produce func`, under `if (..)` when every site of `body` reading it may run zero times:
+/// then the function is computed only when one of them runs. The required region, taken
+/// over empty loops, need not be empty (`y + ky` over `y` in `0..=-1` is `0..=1`), and
+/// computing it read inputs the empty loops never read: an output of extent 0 or an empty
+/// reduction domain made valid calls fail the input checks (`access_sites` reads the guard).
+fn produce_when_read(
+    body: &Stmt,
+    func: &Func,
+    nests: &HashMap<(String, usize), StageNest>,
+) -> Stmt {
+    let stmt = produce(func, nests);
+    match super::access_sites::run_condition(body, &func.name) {
+        Some(cond) => Stmt::If {
+            cond,
+            then_case: Box::new(stmt),
+            else_case: None,
+        },
+        None => stmt,
+    }
 }
 
 /// `let f.x.min = ..; let f.x.max = ..; ... stmt`: `stmt` with the region of `func` bound.
@@ -209,7 +237,8 @@ fn bounded(func: &str, region: Vec<Interval>) -> Result<Vec<Interval>, LowerErro
     }
 }
 
-/// The required region grown by what the updates write and read of the function itself.
+/// The required region grown by what the updates write and read of the function itself
+/// (those that can run: an update over an empty constant domain touches nothing).
 fn grow_for_updates(
     func: &Func,
     required: &[Interval],
@@ -223,7 +252,7 @@ fn grow_for_updates(
         return Ok(required.to_vec());
     }
     let stmt = with_region(func, required, Stmt::block(updates));
-    let grown = match access_bounds(&stmt, &func.name) {
+    let grown = match live_access_bounds(&stmt, &func.name) {
         Some(t) => required.iter().zip(&t).map(|(r, t)| r.union(t)).collect(),
         None => required.to_vec(),
     };

@@ -76,6 +76,24 @@ pub struct StageLoops {
     /// The loops after every directive, outermost first.
     pub dims: Vec<Dim>,
     pub steps: Vec<Step>,
+    /// Loops unrolled or vectorized without a factor whose extent the schedule does not fix
+    /// (`const_extent` is `None`): lowering requires it constant once bounds are inferred.
+    pub deferred: Vec<DeferredExtent>,
+}
+
+/// A loop `unroll(v)` or `vectorize(v)` (no factor) names whose extent only bounds inference
+/// can find: a producer computed inside its consumer has as many rows as the consumer reads
+/// (`f: compute_at(g, x).unroll(y)` with `g` reading `f(y - 1 ..= y + 1)` unrolls 3), which
+/// validation, before bounds are known, cannot see. `lower::constant_extents` checks it and
+/// refuses the directive, as validation would, where the extent is not a constant.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeferredExtent {
+    /// The loop, as the schedule names it.
+    pub var: String,
+    /// `Unrolled` or `Vectorized`.
+    pub kind: ForKind,
+    /// The directive as written, for the error.
+    pub directive: String,
 }
 
 impl StageLoops {
@@ -295,6 +313,7 @@ pub fn stage_loops(
             original: original.clone(),
             dims: original,
             steps: Vec::new(),
+            deferred: Vec::new(),
         },
         consumed: Vec::new(),
     };
@@ -589,7 +608,9 @@ impl Builder<'_> {
         Ok(())
     }
 
-    /// Marks a loop vectorized, unrolled or parallel; with a width, splits it first.
+    /// Marks a loop vectorized, unrolled or parallel; with a width, splits it first. Without
+    /// one, a vectorized or unrolled loop needs a constant extent: one the schedule fixes is
+    /// checked here, one only bounds inference can find is left to lowering (`deferred`).
     fn set_kind(
         &mut self,
         d: &Directive,
@@ -615,7 +636,7 @@ impl Builder<'_> {
             self.split(d, var, var, &inner, w, None)?;
             at += 1;
         }
-        let dim = &self.loops.dims[at];
+        let dim = self.loops.dims[at].clone();
         if dim.kind != ForKind::Serial {
             return Err(self.error(
                 d,
@@ -637,15 +658,11 @@ impl Builder<'_> {
                     },
                 ));
             }
-            None if needs_constant => {
-                return Err(self.error(
-                    d,
-                    Rule::ExtentNotConstant {
-                        var: dim.name.clone(),
-                        kind,
-                    },
-                ))
-            }
+            None if needs_constant => self.loops.deferred.push(DeferredExtent {
+                var: dim.name.clone(),
+                kind,
+                directive: d.to_string(),
+            }),
             _ => {}
         }
         let carries = !dim.independent;

@@ -325,7 +325,9 @@ impl<'a> StageBuilder<'a> {
         })
     }
 
-    /// Vectorizes a loop of constant extent as it is.
+    /// Vectorizes a loop of constant extent as it is: one the schedule makes constant (the
+    /// inner loop of a split) or bounds inference does (a producer's rows inside its consumer;
+    /// lowering refuses it otherwise, see `lower::constant_extents`).
     pub fn vectorize_loop(self, var: &str) -> Self {
         self.push(Directive::Vectorize {
             var: var.into(),
@@ -340,7 +342,7 @@ impl<'a> StageBuilder<'a> {
         })
     }
 
-    /// Unrolls a loop of constant extent completely.
+    /// Unrolls a loop of constant extent completely; constant as for `vectorize_loop`.
     pub fn unroll_loop(self, var: &str) -> Self {
         self.push(Directive::Unroll {
             var: var.into(),

@@ -79,6 +79,8 @@ pub enum Rule {
         max: i64,
         kind: ForKind,
     },
+    /// `unroll(v)` or `vectorize(v)` without a factor on a loop whose extent is not a
+    /// constant after bounds inference (checked by `lower::constant_extents`).
     ExtentNotConstant {
         var: String,
         kind: ForKind,
@@ -200,11 +202,11 @@ impl fmt::Display for Rule {
             Rule::WidthOutOfRange { width, max, .. } => write!(f, "a width of {width} is out of range; use 1 to {max}"),
             Rule::ExtentNotConstant { var, kind: ForKind::Unrolled } => write!(
                 f,
-                "the extent of `{var}` is not a constant; give a factor (e.g. `unroll({var}, 4)`) or split it first"
+                "the extent of `{var}` is not a constant once bounds are inferred; give a factor (e.g. `unroll({var}, 4)`) or split it first"
             ),
             Rule::ExtentNotConstant { var, .. } => write!(
                 f,
-                "the extent of `{var}` is not a constant; give a width (e.g. `vectorize({var}, 8)`) or split it first"
+                "the extent of `{var}` is not a constant once bounds are inferred; give a width (e.g. `vectorize({var}, 8)`) or split it first"
             ),
             Rule::LoopKindTwice { var, kind } => write!(f, "`{var}` is already {}; a loop has one kind", kind_name(*kind)),
             Rule::KindBeforeSplit { var, kind } => write!(
@@ -392,24 +394,24 @@ pub fn validate(lifted: &Lifted, schedule: &Schedule) -> Result<Plan, ScheduleEr
     for func in &pipeline.funcs {
         check_encloses(&plan, func, schedule)?;
     }
-    check_unrolled_copies(&plan)?;
+    check_unrolled_copies(&plan.funcs)?;
     Ok(plan)
 }
 
-/// Refuses a stage unrolled into more than `MAX_UNROLLED_COPIES` copies of its body.
-fn check_unrolled_copies(plan: &Plan) -> Result<(), ScheduleError> {
-    for fp in plan.funcs.values() {
-        let around = copies_around(plan, &fp.compute);
+/// Refuses a stage unrolled into more than `MAX_UNROLLED_COPIES` copies of its body. A loop
+/// whose extent only bounds inference finds (`StageLoops::deferred`) counts once here;
+/// lowering checks again once it knows that extent (`lower::constant_extents`).
+pub(crate) fn check_unrolled_copies(
+    funcs: &BTreeMap<String, FuncPlan>,
+) -> Result<(), ScheduleError> {
+    for fp in funcs.values() {
+        let around = copies_around(funcs, &fp.compute);
         for loops in &fp.stages {
             let copies = around.saturating_mul(unrolled_copies(&loops.dims));
             if copies > MAX_UNROLLED_COPIES {
-                let stage = match loops.stage {
-                    0 => StageRef::Pure,
-                    i => StageRef::Update(i - 1),
-                };
                 return Err(ScheduleError::TooManyUnrolledCopies {
                     func: fp.name.clone(),
-                    stage,
+                    stage: stage_ref(loops.stage),
                     copies,
                 });
             }
@@ -420,15 +422,15 @@ fn check_unrolled_copies(plan: &Plan) -> Result<(), ScheduleError> {
 
 /// How many copies unrolled loops make of whatever is computed at `placement`: the unrolled
 /// loops of the consumer stage out to the placement's loop, then those around that consumer.
-fn copies_around(plan: &Plan, placement: &Placement) -> u64 {
+fn copies_around(funcs: &BTreeMap<String, FuncPlan>, placement: &Placement) -> u64 {
     let mut copies = 1u64;
     let mut at = placement;
     // Placements form no cycle (`check_encloses`); the bound only guards against a bug.
-    for _ in 0..plan.funcs.len() {
+    for _ in 0..funcs.len() {
         let Placement::At { func, stage, var } = at else {
             break;
         };
-        let Some(consumer) = plan.funcs.get(func) else {
+        let Some(consumer) = funcs.get(func) else {
             break;
         };
         if let Some(loops) = consumer.stages.get(*stage) {
@@ -967,7 +969,7 @@ fn legal_levels(plan: &Plan, name: &str) -> String {
 }
 
 /// The stage a `Plan` numbers `stage` (0: the pure definition, `i + 1`: update `i`).
-fn stage_ref(stage: usize) -> StageRef {
+pub(crate) fn stage_ref(stage: usize) -> StageRef {
     match stage.checked_sub(1) {
         None => StageRef::Pure,
         Some(i) => StageRef::Update(i),

@@ -198,7 +198,7 @@ fn simplify_stmt(s: &Stmt, scope: &mut Scope) -> Stmt {
 
 /// The values of a loop variable: `min..min + extent`, when both have bounds and the loop
 /// can run. Loop variables are `i32`.
-fn loop_interval(min: &Expr, extent: &Expr, scope: &Scope) -> Option<Interval> {
+pub(crate) fn loop_interval(min: &Expr, extent: &Expr, scope: &Scope) -> Option<Interval> {
     let (m, n) = (bounds(min, scope)?, bounds(extent, scope)?);
     let hi = (m.hi as i128 + n.hi as i128 - 1).min(i32::MAX as i128);
     (n.hi >= 1).then(|| Interval::new(m.lo.max(i32::MIN as i64), hi as i64))
