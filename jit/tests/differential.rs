@@ -184,9 +184,54 @@ fn hand_schedules() {
         let schedule = parse_schedule(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let lowered = lower(&pipeline, &schedule).unwrap();
         for backend in Backend::built() {
-            hand_schedule_agrees(name, &pipeline, &lowered, backend);
+            hand_schedule_agrees(name, &pipeline, &lowered, backend, random_sizes);
         }
     }
+}
+
+/// The LLVM backend's hand schedules (`examples/schedules/*_llvm.sched`), with every backend
+/// built in (they are legal schedules for Cranelift too), on shapes that reach their full tiles
+/// (32 and 128 columns, 16 filters) as well as tails.
+#[test]
+fn llvm_hand_schedules() {
+    for (kernel, schedule) in [
+        ("matmul", "matmul_llvm"),
+        ("conv2d", "conv2d_llvm"),
+        ("conv2d_staged", "conv2d_staged_llvm"),
+        ("blur3x3", "blur3x3_llvm"),
+        ("blur3x3_u16", "blur3x3_u16_llvm"),
+        ("softmax", "softmax_llvm"),
+        ("softmax_fast", "softmax_fast_llvm"),
+    ] {
+        let pipeline = example(kernel);
+        let path = format!(
+            "{}/../examples/schedules/{schedule}.sched",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let schedule = parse_schedule(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let lowered = lower(&pipeline, &schedule).unwrap();
+        for backend in Backend::built() {
+            hand_schedule_agrees(kernel, &pipeline, &lowered, backend, tile_sizes);
+        }
+    }
+}
+
+/// Shapes for `llvm_hand_schedules`: up to a few of its tiles in each dimension.
+fn tile_sizes(name: &str, rng: &mut StdRng) -> Sizes {
+    let mut r = |lo: i64, hi: i64| rng.random_range(lo..=hi);
+    let sizes: Vec<(&str, i64)> = match name {
+        "matmul" => vec![("M", r(1, 20)), ("N", r(1, 300)), ("K", r(1, 9))],
+        "blur3x3" | "blur3x3_u16" => vec![("H", r(3, 20)), ("W", r(3, 140))],
+        "softmax" | "softmax_fast" => vec![("R", r(1, 4)), ("C", r(1, 70))],
+        _ => vec![
+            ("N", 1),
+            ("C", r(1, 3)),
+            ("F", r(1, 16)),
+            ("H", r(3, 9)),
+            ("W", r(3, 60)),
+        ],
+    };
+    sizes.into_iter().map(|(n, v)| (n.to_string(), v)).collect()
 }
 
 /// The hand schedule of `name` compiled with `backend` agrees with the reference on random
@@ -196,13 +241,14 @@ fn hand_schedule_agrees(
     pipeline: &Pipeline,
     lowered: &strata_scheduler::LoweredKernel,
     backend: Backend,
+    shapes: fn(&str, &mut StdRng) -> Sizes,
 ) {
     let compiled = CompiledKernel::new(lowered, &options(backend))
         .unwrap_or_else(|e| panic!("{name} ({backend}): {e}"));
     {
         for seed in 0..10 {
             let mut rng = StdRng::seed_from_u64(seed);
-            let sizes = random_sizes(name, &mut rng);
+            let sizes = shapes(name, &mut rng);
             let args = random_args(pipeline, &sizes, &mut rng).unwrap();
             let expected = evaluate(pipeline, &args).unwrap();
             for threads in [1, 2] {
