@@ -967,7 +967,12 @@ impl<'a> ExprChecker<'a> {
     /// In an update of the output, an index whose least value is below 0 whatever the sizes
     /// (`out(r - 1, x)` with `r in 0..H`) reads or writes outside the output: an error here,
     /// where the bound is static (other cases are refused when a call binds its sizes).
-    fn refuse_index_below_the_output(&self, func: &str, checked: &[Expr], args: &[ExprAst]) -> CResult<()> {
+    fn refuse_index_below_the_output(
+        &self,
+        func: &str,
+        checked: &[Expr],
+        args: &[ExprAst],
+    ) -> CResult<()> {
         let Some(lows) = &self.output_rvar_lows else {
             return Ok(());
         };
