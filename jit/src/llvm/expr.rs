@@ -292,9 +292,7 @@ impl<'ctx> FnGen<'_, 'ctx> {
             let negated = int_binary!(self, build_int_sub, zero, x)?;
             (int_binary!(self, build_int_sub, q, step)?, negated)
         } else {
-            let d_negative = self.icmp(IntPredicate::SLT, d, zero)?;
-            let minus_d = int_binary!(self, build_int_sub, zero, d)?;
-            let magnitude = self.select(d_negative, minus_d, d)?;
+            let magnitude = self.abs(d, ty)?;
             let adjust = self.select(negative, magnitude, zero)?;
             (int_binary!(self, build_int_add, r, adjust)?, zero)
         };
