@@ -200,7 +200,7 @@ fn winner_loop_nest(db: &Db, e: &ReportEntry) -> String {
             .filter_map(|p| p.split_once('='))
             .filter_map(|(n, v)| Some((n.to_string(), v.parse().ok()?)))
             .collect();
-        strata::scheduler::lower::specialize(&lowered, &sizes).map_err(|err| err.to_string())
+        strata::scheduler::lower::bind_sizes(&lowered, &sizes).map_err(|err| err.to_string())
     })();
     match lowered {
         Ok(k) => k.to_string(),

@@ -1,11 +1,11 @@
-//! The one path from a kernel and a schedule to machine code: lower, specialize for the sizes
+//! The one path from a kernel and a schedule to machine code: lower, bind the sizes
 //! fixed in advance (if any), compile. `strata::compile`, the command line, the tuner's worker
 //! and the tests all come through here, so a kernel runs the same code whoever compiles it.
 
 use crate::codegen::{CodegenError, CodegenOptions};
 use crate::kernel::CompiledKernel;
 use strata_dsl::{Pipeline, Sizes};
-use strata_scheduler::lower::{lower, specialize, LowerError};
+use strata_scheduler::lower::{bind_sizes, lower, LowerError};
 use strata_scheduler::{LoweredKernel, Schedule};
 
 /// Why a kernel could not be compiled with a schedule.
@@ -17,8 +17,8 @@ pub enum CompileError {
     Codegen(#[from] CodegenError),
 }
 
-/// Lowers `pipeline` under `schedule` and, when `fixed` names sizes, specializes the loop nest
-/// for them (their values become constants, and the kernel refuses other shapes).
+/// Lowers `pipeline` under `schedule` and, when `fixed` names sizes, binds them in the loop nest
+/// (`bind_sizes`) (their values become constants, and the kernel refuses other shapes).
 pub fn lower_for(
     pipeline: &Pipeline,
     schedule: &Schedule,
@@ -28,7 +28,7 @@ pub fn lower_for(
     if fixed.is_empty() {
         return Ok(lowered);
     }
-    specialize(&lowered, fixed)
+    bind_sizes(&lowered, fixed)
 }
 
 /// `lower_for`, then compiled for this CPU with `options`.

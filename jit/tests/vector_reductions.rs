@@ -9,7 +9,7 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 use strata_dsl::random::random_args;
 use strata_dsl::{evaluate, parse_kernel, Buffer, Value};
 use strata_jit::{Backend, CodegenOptions, CompiledKernel};
-use strata_scheduler::lower::{lower, specialize};
+use strata_scheduler::lower::{bind_sizes, lower};
 use strata_scheduler::schedule::text::parse_schedule;
 
 const KERNELS: [(&str, &str); 5] = [
@@ -61,7 +61,7 @@ fn vectorized_reductions_match_the_reference() {
                 let sizes = strata_dsl::sizes(&[("N", n as i64), ("K", k as i64)]);
                 let args = random_args(&pipeline, &sizes, &mut rng).unwrap();
                 let expected = evaluate(&pipeline, &args).unwrap();
-                let special = specialize(&generic, &sizes).unwrap();
+                let special = bind_sizes(&generic, &sizes).unwrap();
                 if k % 16 == 0 {
                     assert!(
                         special.to_string().contains(".vacc"),

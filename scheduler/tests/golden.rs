@@ -3,7 +3,7 @@
 //! An intended change to lowering shows up as a diff here; refresh with `INSTA_UPDATE=always`.
 
 use strata_dsl::{parse_kernel, Pipeline};
-use strata_scheduler::lower::{lower, specialize};
+use strata_scheduler::lower::{bind_sizes, lower};
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::Schedule;
 
@@ -38,7 +38,7 @@ fn hand_schedule(name: &str) -> Schedule {
 
 fn printed(name: &str, schedule: &Schedule, sizes: &[(&str, i64)]) -> String {
     let kernel = lower(&example(name), schedule).unwrap_or_else(|e| panic!("{name}: {e}"));
-    specialize(&kernel, &strata_dsl::sizes(sizes))
+    bind_sizes(&kernel, &strata_dsl::sizes(sizes))
         .unwrap_or_else(|e| panic!("{name}: {e}"))
         .to_string()
 }

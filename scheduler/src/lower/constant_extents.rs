@@ -14,7 +14,7 @@
 //! ```
 //!
 //! Each such extent is simplified with the lets and loops around it in scope and every size in
-//! `0..=MAX_EXTENT` (the call boundary's limit, which `bind` and `specialize` enforce), so
+//! `0..=MAX_EXTENT` (the call boundary's limit, which `bind` and `bind_sizes` enforce), so
 //! correlated bounds cancel exactly. An extent that does not become a constant (the output's
 //! `W - 2`, a tile clipped by a tail guard) is refused with the error validation gives for a
 //! loop the schedule leaves non-constant: the function, the directive, the loop and the rule.

@@ -151,12 +151,13 @@ fn refuse_self_reading_reductions(lifted: &lift_reductions::Lifted) -> Result<()
 }
 
 /// `kernel` with some of its sizes fixed to constants (`--shape` on the command line): the
-/// loop nest a given shape runs, simplified. Sizes not given stay symbolic.
-pub fn specialize(kernel: &LoweredKernel, sizes: &Sizes) -> Result<LoweredKernel, LowerError> {
-    limits::on_big_stack(|| specialize_here(kernel, sizes))
+/// loop nest a given shape runs, simplified. Sizes not given stay symbolic. (Halide's
+/// `specialize`, a run-time condition in the schedule, is another thing.)
+pub fn bind_sizes(kernel: &LoweredKernel, sizes: &Sizes) -> Result<LoweredKernel, LowerError> {
+    limits::on_big_stack(|| bind_sizes_here(kernel, sizes))
 }
 
-fn specialize_here(kernel: &LoweredKernel, sizes: &Sizes) -> Result<LoweredKernel, LowerError> {
+fn bind_sizes_here(kernel: &LoweredKernel, sizes: &Sizes) -> Result<LoweredKernel, LowerError> {
     let mut out = kernel.clone();
     for (name, value) in sizes {
         if !kernel.sizes.contains(name) {
