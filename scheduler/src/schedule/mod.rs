@@ -170,13 +170,47 @@ pub enum Directive {
     ///         C[i, j] = C[i, j] + A[i, k] * Bp[k, j]
     /// ```
     Wrap { producer: String, wrapper: String },
+    /// `fold_storage(y, n)` (Halide's `fold_storage`): the function's buffer keeps only `n`
+    /// slots in dimension `y`, element `y` living in slot `y mod n` (a circular buffer).
+    /// Legal when the function is computed inside a serial loop whose every iteration
+    /// computes, and reads, at most `n` consecutive values of `y` (its region there, found by
+    /// bounds inference, has at most `n` rows): a row is then never overwritten while it is
+    /// still read. Lowering refuses a fold it cannot prove large enough (the function, the
+    /// dimension, the rows needed and the fold given), one under a parallel loop between the
+    /// buffer and the computation (iterations running at once would share slots), and the
+    /// output, whose buffer is the caller's. Lowering also folds on its own where this is
+    /// safe (`lower::fold_storage`): the directive fixes the extent, or folds a dimension
+    /// automatic folding leaves alone (the contiguous one).
+    ///
+    /// Rewrite (blur3x3 with `bx: store_root().compute_at(out, y).fold_storage(y, 3)`: H + 2
+    /// rows of `bx` become 3):
+    ///
+    /// ```text
+    /// realize bx[0 ..= H + 1, 0 ..= W - 1]:
+    ///   for out.y:
+    ///     for bx.y in out.y ..= out.y + 2: bx[bx.y, x] = ..
+    ///     for out.x: out[y, x] = bx[y, x] + bx[y + 1, x] + bx[y + 2, x]
+    ///   -->
+    /// realize bx[0 ..= 2, 0 ..= W - 1]:
+    ///   for out.y:
+    ///     for bx.y in out.y ..= out.y + 2: bx[bx.y % 3, x] = ..
+    ///     for out.x: out[y, x] = bx[y % 3, x] + bx[(y + 1) % 3, x] + bx[(y + 2) % 3, x]
+    /// ```
+    FoldStorage { var: String, extent: i64 },
 }
 
 impl Directive {
     /// Whether this directive applies to the whole function (every stage) rather than to one
-    /// stage's loops: placements, `reorder_storage` and `wrap`, written on the pure line.
+    /// stage's loops: placements, `reorder_storage`, `wrap` and `fold_storage`, written on the
+    /// pure line.
     pub fn is_per_function(&self) -> bool {
-        self.is_placement() || matches!(self, Directive::ReorderStorage(_) | Directive::Wrap { .. })
+        self.is_placement()
+            || matches!(
+                self,
+                Directive::ReorderStorage(_)
+                    | Directive::Wrap { .. }
+                    | Directive::FoldStorage { .. }
+            )
     }
 
     /// Whether this directive places the function (rather than shaping a stage's loops).
@@ -386,6 +420,14 @@ impl<'a> StageBuilder<'a> {
         self.push(Directive::ReorderStorage(
             vars.iter().map(|v| v.to_string()).collect(),
         ))
+    }
+
+    /// Keeps `extent` slots of the buffer's dimension `var` (a circular buffer).
+    pub fn fold_storage(self, var: &str, extent: i64) -> Self {
+        self.push(Directive::FoldStorage {
+            var: var.into(),
+            extent,
+        })
     }
 
     /// Makes `wrapper`, a copy of `producer` that this function reads instead.

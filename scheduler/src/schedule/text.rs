@@ -119,6 +119,7 @@ impl fmt::Display for Directive {
             Directive::StoreAt(level) => write!(f, "store_at({level})"),
             Directive::ReorderStorage(vars) => write!(f, "reorder_storage({})", vars.join(", ")),
             Directive::Wrap { producer, wrapper } => write!(f, "wrap({producer}, {wrapper})"),
+            Directive::FoldStorage { var, extent } => write!(f, "fold_storage({var}, {extent})"),
         }
     }
 }
@@ -182,6 +183,7 @@ const DIRECTIVES: &[(&str, usize, usize, &str)] = &[
         "reorder_storage(dim, ...), outermost first",
     ),
     ("wrap", 2, 2, "wrap(input or function, new function)"),
+    ("fold_storage", 2, 2, "fold_storage(dim, extent)"),
 ];
 
 const TAILS: &str = "guard, shift or round_up";
@@ -611,6 +613,10 @@ fn build(name: &str, args: &[Arg<'_>]) -> Result<Directive, Diagnostic> {
         "wrap" => Directive::Wrap {
             producer: a.function(0)?,
             wrapper: a.function(1)?,
+        },
+        "fold_storage" => Directive::FoldStorage {
+            var: a.name(0)?,
+            extent: a.int(1, "the fold's extent")?,
         },
         _ => Directive::StoreAt(a.level()?),
     })

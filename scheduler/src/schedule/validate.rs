@@ -144,7 +144,8 @@ pub enum Rule {
     },
     /// Storage or loop directives for a function computed inline.
     ScheduledInline,
-    /// `wrap` or `reorder_storage` on an update's line: they apply to the whole function.
+    /// `wrap`, `reorder_storage` or `fold_storage` on an update's line: they apply to the
+    /// whole function.
     PerFunctionOnUpdate,
     /// `f: wrap(f, ..)`: a function's reads of itself are its own storage.
     WrapSelf,
@@ -168,6 +169,34 @@ pub enum Rule {
     UnknownDimension {
         var: String,
         dims: Vec<String>,
+    },
+    /// `fold_storage` on the output, whose buffer is the caller's.
+    FoldOfOutput,
+    /// `fold_storage` with an extent below 1 or past `MAX_SPLIT_FACTOR`.
+    FoldOutOfRange {
+        extent: i64,
+    },
+    /// A second `fold_storage` of the same dimension.
+    FoldedTwice {
+        var: String,
+    },
+    /// A fold smaller than the rows of `var` one iteration computes and reads (checked by
+    /// `lower::fold_storage` once bounds are inferred).
+    FoldTooSmall {
+        var: String,
+        needed: i64,
+        given: i64,
+    },
+    /// A fold of `var` where bounds inference finds no constant bound on the rows one
+    /// iteration computes (computed at root over a whole dimension of a size, a data-dependent
+    /// region).
+    FoldNotProvable {
+        var: String,
+    },
+    /// A fold with the parallel loop `parallel` between the buffer and the computation.
+    FoldUnderParallel {
+        var: String,
+        parallel: String,
     },
 }
 
@@ -283,7 +312,7 @@ impl fmt::Display for Rule {
                 "the function is computed inline (as a pure function is unless placed), so it has no loops or storage to schedule; add compute_root() or compute_at(...)",
             ),
             Rule::PerFunctionOnUpdate => f.write_str(
-                "wrap and reorder_storage apply to the whole function (every stage); write them on its pure definition's line, not an update's",
+                "wrap, reorder_storage and fold_storage apply to the whole function (every stage); write them on its pure definition's line, not an update's",
             ),
             Rule::WrapSelf => f.write_str(
                 "a function cannot wrap itself: its updates' reads of itself are its own storage; wrap it in a consumer instead",
@@ -313,6 +342,26 @@ impl fmt::Display for Rule {
                 "`{var}` is not a dimension of the function; its dimensions are: {}",
                 dims.join(", ")
             ),
+            Rule::FoldOfOutput => f.write_str(
+                "the output is stored whole in the caller's buffer; only a function computed and stored by the kernel can be folded",
+            ),
+            Rule::FoldOutOfRange { extent } => write!(
+                f,
+                "a fold of {extent} is out of range; use 1 to {MAX_SPLIT_FACTOR}"
+            ),
+            Rule::FoldedTwice { var } => write!(f, "`{var}` is already folded; a dimension is folded once"),
+            Rule::FoldTooSmall { var, needed, given } => write!(
+                f,
+                "one iteration computes and reads up to {needed} values of `{var}`, more than the {given} slots of the fold (a value would be overwritten while still read); fold by at least {needed}"
+            ),
+            Rule::FoldNotProvable { var } => write!(
+                f,
+                "bounds inference finds no constant bound on the values of `{var}` computed at once (compute the function inside a loop of its consumer, e.g. `compute_at(g, y)` with `store_root()`), so no fold is provably safe"
+            ),
+            Rule::FoldUnderParallel { var, parallel } => write!(
+                f,
+                "the loop `{parallel}` between the buffer and the computation is parallel: its iterations would share the fold's slots of `{var}`; store the function inside `{parallel}` or make it serial"
+            ),
         }
     }
 }
@@ -341,6 +390,18 @@ pub struct FuncPlan {
     /// The order of the buffer's dimensions, outermost first, as positions among the
     /// function's variables (`reorder_storage`; the definition's order by default).
     pub storage_order: Vec<usize>,
+    /// The dimensions `fold_storage` folds (lowering also folds others on its own).
+    pub folds: Vec<Fold>,
+}
+
+/// One `fold_storage`: a dimension of the function's buffer and its number of slots.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fold {
+    /// The dimension's position among the function's variables.
+    pub dim: usize,
+    pub extent: i64,
+    /// The directive as written, for lowering's errors.
+    pub directive: String,
 }
 
 /// A validated schedule, resolved against a (lifted) pipeline.
@@ -374,6 +435,7 @@ pub fn validate(lifted: &Lifted, schedule: &Schedule) -> Result<Plan, ScheduleEr
                 store: Placement::Root,
                 stages,
                 storage_order: storage_order(pipeline, func, schedule)?,
+                folds: folds(pipeline, func, schedule)?,
             },
         );
     }
@@ -566,6 +628,44 @@ fn storage_order(
         }
     }
     Ok(order)
+}
+
+/// The dimensions `fold_storage` folds, each checked: a dimension of a function the kernel
+/// stores, folded once, by an extent in range. Whether the extent is large enough only bounds
+/// inference knows (`lower::fold_storage`).
+fn folds(
+    pipeline: &Pipeline,
+    func: &Func,
+    schedule: &Schedule,
+) -> Result<Vec<Fold>, ScheduleError> {
+    let mut folds: Vec<Fold> = Vec::new();
+    for d in schedule.directives(&func.name, StageRef::Pure) {
+        let Directive::FoldStorage { var, extent } = d else {
+            continue;
+        };
+        let fail = |rule| directive_error(&func.name, StageRef::Pure, d, rule);
+        if func.name == pipeline.output.name {
+            return Err(fail(Rule::FoldOfOutput));
+        }
+        let dim = (func.vars.iter().position(|v| v == var)).ok_or_else(|| {
+            fail(Rule::UnknownDimension {
+                var: var.clone(),
+                dims: func.vars.clone(),
+            })
+        })?;
+        if !(1..=MAX_SPLIT_FACTOR).contains(extent) {
+            return Err(fail(Rule::FoldOutOfRange { extent: *extent }));
+        }
+        if folds.iter().any(|f| f.dim == dim) {
+            return Err(fail(Rule::FoldedTwice { var: var.clone() }));
+        }
+        folds.push(Fold {
+            dim,
+            extent: *extent,
+            directive: d.to_string(),
+        });
+    }
+    Ok(folds)
 }
 
 /// Pure functions are inlined; the output and functions with updates are computed at root.
