@@ -307,3 +307,306 @@ impl Buffer {
         true
     }
 }
+
+/// What the call boundary (`Signature::bind`) reads of a buffer argument: its element type,
+/// shape and element count. Owned buffers and borrowed views are checked by the same code.
+pub trait BufferShape {
+    fn dtype(&self) -> Dtype;
+    fn shape(&self) -> &[usize];
+    fn len(&self) -> usize;
+}
+
+impl BufferShape for Buffer {
+    fn dtype(&self) -> Dtype {
+        Buffer::dtype(self)
+    }
+    fn shape(&self) -> &[usize] {
+        Buffer::shape(self)
+    }
+    fn len(&self) -> usize {
+        Buffer::len(self)
+    }
+}
+
+/// A caller's elements, borrowed: one variant per element type, so a view stays typed without
+/// a type parameter (one argument map holds inputs of different types).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SliceRef<'a> {
+    Bool(&'a [bool]),
+    U8(&'a [u8]),
+    U16(&'a [u16]),
+    U32(&'a [u32]),
+    I8(&'a [i8]),
+    I16(&'a [i16]),
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+}
+
+/// A caller's elements, borrowed mutably (an output written in place).
+#[derive(Debug, PartialEq)]
+pub enum SliceMut<'a> {
+    Bool(&'a mut [bool]),
+    U8(&'a mut [u8]),
+    U16(&'a mut [u16]),
+    U32(&'a mut [u32]),
+    I8(&'a mut [i8]),
+    I16(&'a mut [i16]),
+    I32(&'a mut [i32]),
+    I64(&'a mut [i64]),
+    F32(&'a mut [f32]),
+    F64(&'a mut [f64]),
+}
+
+/// A Rust element type's borrowed slices as `SliceRef`/`SliceMut` (the element types of the
+/// language; implemented for the same types as [`Element`]).
+pub trait ViewElement: Element {
+    fn slice_ref(values: &[Self]) -> SliceRef<'_>;
+    fn slice_mut(values: &mut [Self]) -> SliceMut<'_>;
+    fn from_ref<'a>(slice: SliceRef<'a>) -> Option<&'a [Self]>;
+}
+
+macro_rules! view_element {
+    ($t:ty, $variant:ident) => {
+        impl ViewElement for $t {
+            fn slice_ref(values: &[Self]) -> SliceRef<'_> {
+                SliceRef::$variant(values)
+            }
+            fn slice_mut(values: &mut [Self]) -> SliceMut<'_> {
+                SliceMut::$variant(values)
+            }
+            fn from_ref<'a>(slice: SliceRef<'a>) -> Option<&'a [Self]> {
+                match slice {
+                    SliceRef::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+view_element!(bool, Bool);
+view_element!(u8, U8);
+view_element!(u16, U16);
+view_element!(u32, U32);
+view_element!(i8, I8);
+view_element!(i16, I16);
+view_element!(i32, I32);
+view_element!(i64, I64);
+view_element!(f32, F32);
+view_element!(f64, F64);
+
+/// Runs `$body` with `$v` bound to the slice inside a `SliceRef` or `SliceMut`.
+macro_rules! with_slice {
+    ($kind:ident, $slice:expr, |$v:ident| $body:expr) => {
+        match $slice {
+            $kind::Bool($v) => $body,
+            $kind::U8($v) => $body,
+            $kind::U16($v) => $body,
+            $kind::U32($v) => $body,
+            $kind::I8($v) => $body,
+            $kind::I16($v) => $body,
+            $kind::I32($v) => $body,
+            $kind::I64($v) => $body,
+            $kind::F32($v) => $body,
+            $kind::F64($v) => $body,
+        }
+    };
+}
+
+/// The element type of a `SliceRef`/`SliceMut` variant.
+macro_rules! slice_dtype {
+    ($kind:ident, $slice:expr) => {
+        match $slice {
+            $kind::Bool(_) => Dtype::Bool,
+            $kind::U8(_) => Dtype::U8,
+            $kind::U16(_) => Dtype::U16,
+            $kind::U32(_) => Dtype::U32,
+            $kind::I8(_) => Dtype::I8,
+            $kind::I16(_) => Dtype::I16,
+            $kind::I32(_) => Dtype::I32,
+            $kind::I64(_) => Dtype::I64,
+            $kind::F32(_) => Dtype::F32,
+            $kind::F64(_) => Dtype::F64,
+        }
+    };
+}
+
+/// Checks that `len` elements fill `shape` exactly (the rule `Buffer::from_vec` applies).
+fn check_view_len(shape: &[usize], len: usize) -> Result<(), ShapeError> {
+    let expected = element_count(shape)?;
+    if len != expected {
+        return Err(ShapeError::WrongLength {
+            shape: shape.to_vec(),
+            expected,
+            found: len,
+        });
+    }
+    Ok(())
+}
+
+/// A row-major n-dimensional array in the caller's memory: a borrowed slice and a shape. A
+/// compiled kernel reads it in place (`CompiledKernel::run_views`), with the same checks as an
+/// owned [`Buffer`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct BufferView<'a> {
+    shape: Vec<usize>,
+    data: SliceRef<'a>,
+}
+
+impl<'a> BufferView<'a> {
+    /// A view of `values` as an array of `shape` (row-major); an error unless the slice holds
+    /// exactly the shape's element count.
+    pub fn new<T: ViewElement>(values: &'a [T], shape: &[usize]) -> Result<Self, ShapeError> {
+        check_view_len(shape, values.len())?;
+        Ok(BufferView {
+            shape: shape.to_vec(),
+            data: T::slice_ref(values),
+        })
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    pub fn dtype(&self) -> Dtype {
+        slice_dtype!(SliceRef, self.data)
+    }
+
+    pub fn len(&self) -> usize {
+        with_slice!(SliceRef, self.data, |v| v.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn data(&self) -> SliceRef<'a> {
+        self.data
+    }
+
+    /// The elements as a slice of `T`, if `T` is the view's element type.
+    pub fn as_slice<T: ViewElement>(&self) -> Option<&'a [T]> {
+        T::from_ref(self.data)
+    }
+
+    /// The address of the first element, for code that reads the view through raw pointers.
+    pub fn as_ptr(&self) -> *const u8 {
+        with_slice!(SliceRef, self.data, |v| v.as_ptr() as *const u8)
+    }
+}
+
+impl<'a> From<&'a Buffer> for BufferView<'a> {
+    /// An owned buffer seen as a view (no copy), so owned and borrowed arguments mix.
+    fn from(buffer: &'a Buffer) -> Self {
+        let data = with_vec!(&buffer.data, |v| ViewElement::slice_ref(v.as_slice()));
+        BufferView {
+            shape: buffer.shape.clone(),
+            data,
+        }
+    }
+}
+
+impl BufferShape for BufferView<'_> {
+    fn dtype(&self) -> Dtype {
+        BufferView::dtype(self)
+    }
+    fn shape(&self) -> &[usize] {
+        BufferView::shape(self)
+    }
+    fn len(&self) -> usize {
+        BufferView::len(self)
+    }
+}
+
+/// A row-major n-dimensional array in the caller's memory, borrowed mutably: where a compiled
+/// kernel writes its output in place (`CompiledKernel::run_views_into`).
+#[derive(Debug, PartialEq)]
+pub struct BufferViewMut<'a> {
+    shape: Vec<usize>,
+    data: SliceMut<'a>,
+}
+
+impl<'a> BufferViewMut<'a> {
+    /// A mutable view of `values` as an array of `shape` (row-major); an error unless the slice
+    /// holds exactly the shape's element count.
+    pub fn new<T: ViewElement>(values: &'a mut [T], shape: &[usize]) -> Result<Self, ShapeError> {
+        check_view_len(shape, values.len())?;
+        Ok(BufferViewMut {
+            shape: shape.to_vec(),
+            data: T::slice_mut(values),
+        })
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    pub fn dtype(&self) -> Dtype {
+        slice_dtype!(SliceMut, self.data)
+    }
+
+    pub fn len(&self) -> usize {
+        with_slice!(SliceMut, &self.data, |v| v.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The mutable address of the first element, for code that writes the view. Writers must
+    /// store valid values of the element type (0 or 1 for `bool`).
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        with_slice!(SliceMut, &mut self.data, |v| v.as_mut_ptr() as *mut u8)
+    }
+}
+
+impl<'a> From<&'a mut Buffer> for BufferViewMut<'a> {
+    /// An owned buffer seen as a mutable view (no copy).
+    fn from(buffer: &'a mut Buffer) -> Self {
+        let data = with_vec!(&mut buffer.data, |v| ViewElement::slice_mut(
+            v.as_mut_slice()
+        ));
+        BufferViewMut {
+            shape: buffer.shape.clone(),
+            data,
+        }
+    }
+}
+
+/// The arguments of a call on borrowed memory: buffer views and scalar parameters, by name
+/// (what [`crate::Args`] is for owned buffers).
+#[derive(Clone, Debug, Default)]
+pub struct ViewArgs<'a> {
+    pub buffers: std::collections::BTreeMap<String, BufferView<'a>>,
+    pub scalars: std::collections::BTreeMap<String, Value>,
+}
+
+impl<'a> ViewArgs<'a> {
+    pub fn new() -> Self {
+        ViewArgs::default()
+    }
+
+    /// Adds a view (or an owned buffer, through `BufferView::from(&buffer)`).
+    pub fn buffer(mut self, name: &str, view: impl Into<BufferView<'a>>) -> Self {
+        self.buffers.insert(name.to_string(), view.into());
+        self
+    }
+
+    pub fn scalar(mut self, name: &str, value: Value) -> Self {
+        self.scalars.insert(name.to_string(), value);
+        self
+    }
+}
+
+impl<'a> From<&'a crate::eval::Args> for ViewArgs<'a> {
+    /// Owned arguments seen as views (no copy of any buffer).
+    fn from(args: &'a crate::eval::Args) -> Self {
+        ViewArgs {
+            buffers: (args.buffers.iter())
+                .map(|(name, b)| (name.clone(), BufferView::from(b)))
+                .collect(),
+            scalars: args.scalars.clone(),
+        }
+    }
+}

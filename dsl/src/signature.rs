@@ -23,11 +23,11 @@
 //! describes the signature; they implement [`SizeExpr`], which evaluates them exactly or not at
 //! all.
 
-use crate::buffer::{Buffer, ShapeError};
+use crate::buffer::{BufferShape, BufferView, ShapeError, ViewArgs};
 use crate::dtype::Dtype;
 use crate::eval::Args;
 use crate::ir::{Extent, Intrinsic};
-use crate::value::BinOp;
+use crate::value::{BinOp, Value};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -168,14 +168,28 @@ pub struct Binding {
 impl<E: SizeExpr> Signature<E> {
     /// Checks `args` against the signature (see the module doc) and binds the sizes.
     pub fn bind(&self, args: &Args) -> Result<Binding, CallError> {
-        self.check_names(args)?;
-        let sizes = self.bind_buffers(args)?;
-        self.check_scalars(args)?;
+        self.bind_parts(&args.buffers, &args.scalars)
+    }
+
+    /// [`Signature::bind`] for buffers in the caller's memory: the same checks, in the same
+    /// words.
+    pub fn bind_views(&self, args: &ViewArgs) -> Result<Binding, CallError> {
+        self.bind_parts::<BufferView>(&args.buffers, &args.scalars)
+    }
+
+    fn bind_parts<B: BufferShape>(
+        &self,
+        buffers: &BTreeMap<String, B>,
+        scalars: &BTreeMap<String, Value>,
+    ) -> Result<Binding, CallError> {
+        self.check_names(buffers, scalars)?;
+        let sizes = self.bind_buffers(buffers)?;
+        self.check_scalars(scalars)?;
         for bound in &self.domain_bounds {
             eval(bound, &sizes, "the reduction domain bound")?;
         }
         let output_shape = self.output_shape(&sizes)?;
-        self.check_regions(args, &sizes)?;
+        self.check_regions(buffers, &sizes)?;
         self.check_output_region(&sizes, &output_shape)?;
         Ok(Binding {
             sizes,
@@ -215,11 +229,15 @@ impl<E: SizeExpr> Signature<E> {
         Ok((inputs, self.output_shape(sizes)?))
     }
 
-    fn check_names(&self, args: &Args) -> Result<(), CallError> {
+    fn check_names<B>(
+        &self,
+        buffers: &BTreeMap<String, B>,
+        scalars: &BTreeMap<String, Value>,
+    ) -> Result<(), CallError> {
         let is_input = |n: &String| self.inputs.iter().any(|i| &i.name == n);
         let is_scalar = |n: &String| self.scalars.iter().any(|(s, _)| s == n);
-        let unknown = (args.buffers.keys().find(|n| !is_input(n)))
-            .or_else(|| args.scalars.keys().find(|n| !is_scalar(n)));
+        let unknown = (buffers.keys().find(|n| !is_input(n)))
+            .or_else(|| scalars.keys().find(|n| !is_scalar(n)));
         match unknown {
             Some(name) => Err(CallError::UnknownArgument(name.clone())),
             None => Ok(()),
@@ -229,11 +247,10 @@ impl<E: SizeExpr> Signature<E> {
     /// Checks every buffer in signature order: first types and ranks, binding each size at its
     /// first use, then every extent against the bound sizes (so a wrong shape is described with
     /// every size it can name).
-    fn bind_buffers(&self, args: &Args) -> Result<Sizes, CallError> {
+    fn bind_buffers<B: BufferShape>(&self, args: &BTreeMap<String, B>) -> Result<Sizes, CallError> {
         let mut buffers = Vec::new();
         for input in &self.inputs {
             let buffer = args
-                .buffers
                 .get(&input.name)
                 .ok_or_else(|| CallError::MissingInput(input.name.clone()))?;
             buffers.push((input, buffer));
@@ -248,10 +265,9 @@ impl<E: SizeExpr> Signature<E> {
         Ok(sizes)
     }
 
-    fn check_scalars(&self, args: &Args) -> Result<(), CallError> {
+    fn check_scalars(&self, scalars: &BTreeMap<String, Value>) -> Result<(), CallError> {
         for (name, dtype) in &self.scalars {
-            let value = args
-                .scalars
+            let value = scalars
                 .get(name)
                 .ok_or_else(|| CallError::MissingInput(name.clone()))?;
             if value.dtype() != *dtype {
@@ -283,10 +299,13 @@ impl<E: SizeExpr> Signature<E> {
     }
 
     /// Every input covers the box the code reads of it.
-    fn check_regions(&self, args: &Args, sizes: &Sizes) -> Result<(), CallError> {
+    fn check_regions<B: BufferShape>(
+        &self,
+        buffers: &BTreeMap<String, B>,
+        sizes: &Sizes,
+    ) -> Result<(), CallError> {
         for (name, region) in &self.input_regions {
-            let buffer = args
-                .buffers
+            let buffer = buffers
                 .get(name)
                 .ok_or_else(|| CallError::MissingInput(name.clone()))?;
             for (dim, ((min, extent), &size)) in region.iter().zip(buffer.shape()).enumerate() {
@@ -364,7 +383,11 @@ fn check_size_value(size: &str, value: i64) -> Result<(), CallError> {
 }
 
 /// Checks one buffer's type and rank, and binds the sizes its shape uses first.
-fn bind_sizes_of(input: &BufferParam, buffer: &Buffer, sizes: &mut Sizes) -> Result<(), CallError> {
+fn bind_sizes_of(
+    input: &BufferParam,
+    buffer: &impl BufferShape,
+    sizes: &mut Sizes,
+) -> Result<(), CallError> {
     if buffer.dtype() != input.dtype {
         return Err(CallError::WrongType {
             name: input.name.clone(),
@@ -388,7 +411,11 @@ fn bind_sizes_of(input: &BufferParam, buffer: &Buffer, sizes: &mut Sizes) -> Res
 }
 
 /// Checks one buffer's extents against the bound sizes, its element count and its length.
-fn check_extents(input: &BufferParam, buffer: &Buffer, sizes: &Sizes) -> Result<(), CallError> {
+fn check_extents(
+    input: &BufferParam,
+    buffer: &impl BufferShape,
+    sizes: &Sizes,
+) -> Result<(), CallError> {
     for (extent, &actual) in input.shape.iter().zip(buffer.shape()) {
         let expected = match extent {
             Extent::Const(c) => Some(*c),
@@ -410,7 +437,7 @@ fn check_extents(input: &BufferParam, buffer: &Buffer, sizes: &Sizes) -> Result<
     Ok(())
 }
 
-fn wrong_shape(input: &BufferParam, buffer: &Buffer, sizes: &Sizes) -> CallError {
+fn wrong_shape(input: &BufferParam, buffer: &impl BufferShape, sizes: &Sizes) -> CallError {
     CallError::WrongShape {
         name: input.name.clone(),
         expected: describe_shape(&input.shape, sizes),
