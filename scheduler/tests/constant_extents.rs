@@ -212,3 +212,28 @@ fn copies_counting_an_extent_found_past_the_limit_are_refused() {
         "the schedule unrolls `f` into 1600 copies of its body (its own unrolled loops and those it is computed inside, multiplied); at most 1024 keep compile time and code size bounded: unroll fewer or smaller loops"
     );
 }
+
+/// The outer part `vectorize(ji, 16)` leaves of a loop split by 32 has the constant extent
+/// `(32 + 15) / 16 = 2`, which the schedule fixes but no pass had folded: `unroll(ji)` on it was
+/// silently lowered as a serial loop. It is unrolled into 2 vector bodies.
+#[test]
+fn unrolling_the_outer_part_of_a_vectorized_loop_unrolls_it() {
+    let matmul = "kernel mm(A: f32[M, K], B: f32[K, N]) -> C: f32[M, N] {
+        C(i, j) = sum(k in 0..K) A(i, k) * B(k, j);
+    }";
+    let schedule = "C.update(0): split(j, jo, ji, 32).vectorize(ji, 16).unroll(ji)";
+    let ir = lowered(matmul, schedule);
+    assert!(!ir.contains("for C.s1.ji.o"), "`ji` still a loop:\n{ir}");
+    let stores = ir.lines().filter(|l| l.contains("C[ramp(")).count();
+    assert_eq!(stores, 2, "one vector store per unrolled copy:\n{ir}");
+    let p = pipeline(matmul);
+    let kernel = lower(&p, &parse_schedule(schedule).unwrap()).unwrap();
+    for (m, k, n) in [(3, 5, 70), (1, 1, 32), (2, 3, 17)] {
+        let sizes: Sizes = strata_dsl::sizes(&[("M", m), ("K", k), ("N", n)]);
+        let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(n as u64);
+        let args = random_args(&p, &sizes, &mut rng).unwrap();
+        let expected = evaluate(&p, &args).unwrap();
+        let got = interpret(&kernel, &args).unwrap_or_else(|e| panic!("{e}"));
+        agree(&got, &expected, 1e-5).unwrap_or_else(|e| panic!("M={m} K={k} N={n}: {e}"));
+    }
+}

@@ -18,13 +18,16 @@
 //! correlated bounds cancel exactly. An extent that does not become a constant (the output's
 //! `W - 2`, a tile clipped by a tail guard) is refused with the error validation gives for a
 //! loop the schedule leaves non-constant: the function, the directive, the loop and the rule.
-//! Establishes: every unrolled or vectorized loop has a constant extent no larger than its
+//! Extents the schedule itself fixes (`(32 + 15) / 16` for the outer part of a split by 32
+//! that `vectorize(x, 16)` splits again) are folded to literals here too: the `unroll` and
+//! `vectorize` passes read only literal extents.
+//! Establishes: every unrolled or vectorized loop has a literal constant extent no larger than its
 //! kind allows (`loops::max_lanes`), and no stage is unrolled into more than
 //! `MAX_UNROLLED_COPIES` copies of its body, counting these extents.
 
 use super::loop_nest::stage_nest;
 use super::LowerError;
-use crate::ir::{Expr, Stmt};
+use crate::ir::{Expr, ForKind, Stmt};
 use crate::schedule::loops::{max_lanes, DeferredExtent};
 use crate::schedule::validate::{
     check_unrolled_copies, stage_ref, FuncPlan, Plan, Rule, ScheduleError,
@@ -45,9 +48,6 @@ struct Deferred<'a> {
 /// `pipeline` is the one realization built `s` from (inlined functions substituted).
 pub fn constant_extents(s: &Stmt, pipeline: &Pipeline, plan: &Plan) -> Result<Stmt, LowerError> {
     let deferred = deferred_loops(pipeline, plan);
-    if deferred.is_empty() {
-        return Ok(s.clone());
-    }
     let mut scope = sizes_scope(pipeline);
     let mut found = HashMap::new();
     let fixed = fix(s, &deferred, &mut scope, &mut found)?;
@@ -113,6 +113,9 @@ fn fix(
                     found.insert(var.clone(), n);
                     Expr::int(n as i32)
                 }
+                None if matches!(kind, ForKind::Unrolled | ForKind::Vectorized) => {
+                    fixed_by_schedule(var, *kind, &simple_extent)?
+                }
                 None => extent.clone(),
             };
             scope.push(var, loop_interval(&simple_min, &simple_extent, scope));
@@ -174,6 +177,19 @@ fn constant(d: &Deferred, extent: &Expr) -> Result<i64, LowerError> {
         directive: d.extent.directive.clone(),
         rule,
     }))
+}
+
+/// The extent of a loop whose constant the schedule fixed (`split(x, xo, xi, 8).unroll(xi)`,
+/// or the outer part `vectorize(x, 16)` leaves of a split by 32), as a literal: `unroll` and
+/// `vectorize` read only literals. Validation proved it constant, so anything else is a bug
+/// here, reported rather than lowered as a serial loop the schedule did not ask for.
+fn fixed_by_schedule(var: &str, kind: ForKind, extent: &Expr) -> Result<Expr, LowerError> {
+    match extent.as_int() {
+        Some(n) => Ok(Expr::int(n.max(0) as i32)),
+        None => Err(LowerError::Internal(format!(
+            "the {kind:?} loop `{var}` has extent `{extent}`, not the constant validation proved"
+        ))),
+    }
 }
 
 /// Validation's limit on unrolled copies, counted again with the extents found.

@@ -25,11 +25,13 @@ pub fn unroll(s: &Stmt) -> Stmt {
                         })
                         .collect(),
                 ),
+                // `constant_extents` made every unrolled extent a literal; a loop left
+                // unrolled fails `verify` loudly rather than running serially unasked.
                 None => Stmt::For {
                     var: var.clone(),
                     min: min.clone(),
                     extent: extent.clone(),
-                    kind: ForKind::Serial,
+                    kind: ForKind::Unrolled,
                     body: Box::new(body),
                 },
             }

@@ -26,7 +26,15 @@ pub fn vectorize(s: &Stmt) -> Stmt {
             let body = vectorize(body);
             match extent.as_int().filter(|&w| w >= 1 && w <= u16::MAX as i64) {
                 Some(w) => vectorize_loop(var, min, w as u16, &body),
-                None => serial(var, min, extent, body),
+                // `constant_extents` made every vectorized extent a literal within
+                // `MAX_LANES`; a loop left vectorized fails `verify` loudly.
+                None => Stmt::For {
+                    var: var.clone(),
+                    min: min.clone(),
+                    extent: extent.clone(),
+                    kind: ForKind::Vectorized,
+                    body: Box::new(body),
+                },
             }
         }
         other => other.map(&mut |e| e.clone(), &mut vectorize),
