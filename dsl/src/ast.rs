@@ -48,10 +48,12 @@ pub struct OutputAst {
     pub span: Span,
 }
 
-/// `for (r in 0..N, ...) target(args) op value;` (the `for` part optional).
+/// `for (r in 0..N, ... where p) target(args) op value;` (the `for` part optional).
 #[derive(Clone, Debug, PartialEq)]
 pub struct StmtAst {
     pub rvars: Vec<RVarAst>,
+    /// The domain's `where` predicate.
+    pub predicate: Option<ExprAst>,
     pub target: Ident,
     pub args: Vec<ExprAst>,
     pub op: UpdateOp,
@@ -87,7 +89,8 @@ pub enum ExprAstKind {
     Neg(Box<ExprAst>),
     Not(Box<ExprAst>),
     Binary(BinOp, Box<ExprAst>, Box<ExprAst>),
-    Reduce(ReduceOp, Vec<RVarAst>, Box<ExprAst>),
+    /// `op(rvars where predicate) body`.
+    Reduce(ReduceOp, Vec<RVarAst>, Option<Box<ExprAst>>, Box<ExprAst>),
 }
 
 impl ExprAst {

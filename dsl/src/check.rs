@@ -21,6 +21,7 @@ pub fn check_kernel(ast: &KernelAst) -> CResult<Pipeline> {
     let mut names = Names::default();
     let inputs = declare_inputs(ast, &mut names)?;
     names.rvar_names = collect_rvar_names(ast);
+    names.pure_var_names = collect_pure_var_names(ast);
     let output = check_output(ast, &names)?;
     let defs = group_definitions(ast, &names)?;
     for def in &defs {
@@ -40,6 +41,61 @@ pub fn check_kernel(ast: &KernelAst) -> CResult<Pipeline> {
     })
 }
 
+/// Checks a condition over `pipeline`'s sizes and scalar parameters (a schedule's
+/// `specialize(cond)`, decided once per call): a bool expression of sizes, scalar parameters
+/// and constants, reading no input buffer or function and holding no reduction.
+pub fn check_condition(pipeline: &Pipeline, ast: &ExprAst) -> CResult<Expr> {
+    let mut names = Names {
+        sizes: pipeline.size_vars(),
+        ..Names::default()
+    };
+    for input in &pipeline.inputs {
+        if matches!(input.kind, InputKind::Scalar) {
+            let info = InputInfo {
+                dtype: input.dtype,
+                rank: None,
+            };
+            names.inputs.insert(input.name.clone(), info);
+        }
+    }
+    refuse_reads_in_condition(pipeline, ast)?;
+    let checked = ExprChecker::new(&names).expr(ast, Some(Dtype::Bool))?;
+    if checked.dtype() != Dtype::Bool {
+        let found = checked.dtype();
+        return err(
+            format!("a condition must be a bool, found {found}"),
+            ast.span,
+        );
+    }
+    Ok(checked)
+}
+
+/// A condition is decided before any loop runs, so it reads no data.
+fn refuse_reads_in_condition(pipeline: &Pipeline, e: &ExprAst) -> CResult<()> {
+    let what = "a condition may use only sizes, scalar parameters and constants";
+    match &e.kind {
+        ExprAstKind::Call(callee, args) => {
+            let name = &callee.name;
+            let is_buffer = pipeline
+                .inputs
+                .iter()
+                .any(|i| &i.name == name && matches!(i.kind, InputKind::Buffer { .. }));
+            if is_buffer || pipeline.func(name).is_some() {
+                return err(format!("`{name}` reads data: {what}"), e.span);
+            }
+            args.iter()
+                .try_for_each(|a| refuse_reads_in_condition(pipeline, a))
+        }
+        ExprAstKind::Reduce(..) => err(format!("a reduction: {what}"), e.span),
+        ExprAstKind::Neg(a) | ExprAstKind::Not(a) => refuse_reads_in_condition(pipeline, a),
+        ExprAstKind::Binary(_, a, b) => {
+            refuse_reads_in_condition(pipeline, a)?;
+            refuse_reads_in_condition(pipeline, b)
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Every name the kernel declares, as far as checking has got.
 #[derive(Default)]
 struct Names {
@@ -48,6 +104,9 @@ struct Names {
     funcs: BTreeMap<String, FuncSig>,
     /// Every reduction variable declared anywhere, to explain a use outside its scope.
     rvar_names: HashSet<String>,
+    /// Every name a definition uses as a plain argument (a pure variable somewhere), to say so
+    /// when one is used where only sizes are allowed.
+    pure_var_names: HashSet<String>,
 }
 
 struct InputInfo {
@@ -203,7 +262,7 @@ fn check_output(ast: &KernelAst, names: &Names) -> CResult<Output> {
 fn collect_rvar_names(ast: &KernelAst) -> HashSet<String> {
     fn walk(e: &ExprAst, out: &mut HashSet<String>) {
         match &e.kind {
-            ExprAstKind::Reduce(_, rvars, body) => {
+            ExprAstKind::Reduce(_, rvars, _, body) => {
                 out.extend(rvars.iter().map(|r| r.name.name.clone()));
                 walk(body, out);
             }
@@ -223,6 +282,17 @@ fn collect_rvar_names(ast: &KernelAst) -> HashSet<String> {
         walk(&stmt.value, &mut out);
     }
     out
+}
+
+fn collect_pure_var_names(ast: &KernelAst) -> HashSet<String> {
+    let plain = |a: &ExprAst| match &a.kind {
+        ExprAstKind::Name(n) => Some(n.clone()),
+        _ => None,
+    };
+    ast.stmts
+        .iter()
+        .flat_map(|s| s.args.iter().filter_map(plain))
+        .collect()
 }
 
 /// A function's statements: the pure definition first, then its updates.
@@ -367,8 +437,9 @@ fn reads(e: &ExprAst, name: &str) -> bool {
         }
         ExprAstKind::Neg(a) | ExprAstKind::Not(a) => reads(a, name),
         ExprAstKind::Binary(_, a, b) => reads(a, name) || reads(b, name),
-        ExprAstKind::Reduce(_, rvars, body) => {
+        ExprAstKind::Reduce(_, rvars, predicate, body) => {
             reads(body, name)
+                || predicate.as_ref().is_some_and(|p| reads(p, name))
                 || rvars
                     .iter()
                     .any(|r| reads(&r.lo, name) || reads(&r.hi, name))
@@ -391,7 +462,7 @@ fn calls_in(e: &ExprAst, names: &Names, out: &mut Vec<(String, Span)>) {
             calls_in(a, names, out);
             calls_in(b, names, out);
         }
-        ExprAstKind::Reduce(_, _, body) => calls_in(body, names, out),
+        ExprAstKind::Reduce(_, _, _, body) => calls_in(body, names, out),
         _ => {}
     }
 }
@@ -552,10 +623,8 @@ fn check_update(
     is_output: bool,
 ) -> CResult<Update> {
     let mut checker = ExprChecker::new(names);
-    checker.pure_vars = def.vars.clone();
-    let rvars = checker.declare_rvars(&stmt.rvars)?;
-    // A pure variable may be used in an update only where it stays in its own place.
-    checker.pure_vars.clear();
+    // A pure variable may be used in an update only where it stays in its own place (in the
+    // domain's bounds too: the others are not loops of the update).
     for (var, arg) in def.vars.iter().zip(&stmt.args) {
         if matches!(&arg.kind, ExprAstKind::Name(n) if n == var) {
             checker.pure_vars.push(var.clone());
@@ -567,6 +636,12 @@ fn check_update(
         .filter(|v| !checker.pure_vars.contains(v))
         .map(|v| (v.clone(), def.name.clone()))
         .collect();
+    let rvars = checker.declare_rvars(&stmt.rvars)?;
+    let predicate = stmt
+        .predicate
+        .as_ref()
+        .map(|p| checker.predicate(p))
+        .transpose()?;
     checker.updating = Some((def.name.clone(), def.vars.clone()));
     if is_output {
         checker.output_rvar_lows = Some(
@@ -606,6 +681,7 @@ fn check_update(
     }
     Ok(Update {
         rvars,
+        predicate,
         args,
         op: stmt.op,
         value,
@@ -622,6 +698,9 @@ struct ExprChecker<'a> {
     rvars: Vec<String>,
     /// `Some(what)` when only sizes and integer constants are allowed (extents, domain bounds).
     sizes_only: Option<&'static str>,
+    /// In a domain bound: the variables it may also use, and the reduction variables of its
+    /// own domain it may not (itself and those declared after it).
+    bound_scope: Option<BoundScope>,
     /// In an update: the function updated and its pure variables, whose reads of itself must
     /// use each pure variable bare in its own position.
     updating: Option<(String, Vec<String>)>,
@@ -638,6 +717,7 @@ impl<'a> ExprChecker<'a> {
             misplaced_pure: Vec::new(),
             rvars: Vec::new(),
             sizes_only: None,
+            bound_scope: None,
             updating: None,
             output_rvar_lows: None,
         }
@@ -671,7 +751,9 @@ impl<'a> ExprChecker<'a> {
         let mut declared = Vec::new();
         for rv in rvars {
             let name = &rv.name.name;
-            let clash = self.pure_vars.contains(name) || self.rvars.contains(name);
+            let clash = self.pure_vars.contains(name)
+                || self.rvars.contains(name)
+                || self.misplaced_pure.iter().any(|(v, _)| v == name);
             if clash || declared.iter().any(|d: &RVar| &d.name == name) {
                 return err(
                     format!("reduction variable `{name}` is already a variable here"),
@@ -679,15 +761,61 @@ impl<'a> ExprChecker<'a> {
                 );
             }
             check_fresh_name(&rv.name, "a reduction variable", self.names)?;
+            let before: Vec<String> = declared.iter().map(|d: &RVar| d.name.clone()).collect();
+            let later = rvars[declared.len()..]
+                .iter()
+                .map(|r| r.name.name.clone())
+                .collect();
             let mut bounds = ExprChecker::sizes_only(self.names, "a reduction bound");
+            bounds.bound_scope = Some(BoundScope {
+                pure_vars: self.pure_vars.clone(),
+                rvars: self.rvars.iter().cloned().chain(before).collect(),
+                later,
+                misplaced_pure: self.misplaced_pure.clone(),
+            });
             declared.push(RVar {
                 name: name.clone(),
-                lo: bounds.int_expr(&rv.lo)?,
-                hi: bounds.int_expr(&rv.hi)?,
+                lo: bounds.bound(&rv.lo)?,
+                hi: bounds.bound(&rv.hi)?,
             });
         }
         self.rvars.extend(declared.iter().map(|r| r.name.clone()));
         Ok(declared)
+    }
+
+    /// A domain bound: an `i32` expression of sizes and constants, affine in the variables of
+    /// `bound_scope` (bounds inference and loop synthesis follow sums of variables times
+    /// constants exactly).
+    fn bound(&mut self, e: &ExprAst) -> CResult<Expr> {
+        let checked = self.int_expr(e)?;
+        if !is_affine(&checked) {
+            return err(
+                format!("a reduction bound must be affine in the variables it uses (variables times integer constants, added to sizes and constants): `{checked}` is not; use a `where` predicate for other shapes"),
+                e.span,
+            );
+        }
+        Ok(checked)
+    }
+
+    /// A domain's `where` predicate, with the domain's variables in scope: a bool of
+    /// variables, sizes, scalar parameters and constants.
+    fn predicate(&mut self, e: &ExprAst) -> CResult<Expr> {
+        let checked = self.expr(e, Some(Dtype::Bool))?;
+        self.require(
+            checked.dtype() == Dtype::Bool,
+            "a `where` predicate must be bool",
+            checked.dtype(),
+            e.span,
+        )?;
+        let mut reads = false;
+        checked.for_each(&mut |x| reads |= matches!(x, Expr::Call(_) | Expr::Reduce(_)));
+        if reads {
+            return err(
+                "a `where` predicate may use only variables, sizes, scalar parameters and constants (no reads of functions or inputs, no reductions)",
+                e.span,
+            );
+        }
+        Ok(checked)
     }
 
     /// An index into a function or input: any integer type.
@@ -734,7 +862,10 @@ impl<'a> ExprChecker<'a> {
             }
             ExprAstKind::Binary(op, a, b) => self.binary(*op, a, b, hint, e.span),
             ExprAstKind::Call(callee, args) => self.call(callee, args, hint, e.span),
-            ExprAstKind::Reduce(op, rvars, body) => self.reduce(*op, rvars, body, hint, e.span),
+            ExprAstKind::Reduce(op, rvars, predicate, body) => {
+                let domain = (rvars.as_slice(), predicate.as_deref());
+                self.reduce(*op, domain, body, hint, e.span)
+            }
             _ => err("internal error: unhandled literal", e.span),
         }
     }
@@ -752,10 +883,10 @@ impl<'a> ExprChecker<'a> {
             if self.names.sizes.iter().any(|s| s == name) {
                 return Ok(Expr::Size(name.to_string()));
             }
-            return err(
-                format!("unbound size variable `{name}`: {what} may only use sizes named in the inputs' shapes and integer constants"),
-                span,
-            );
+            if let Some(scope) = &self.bound_scope {
+                return scope.name(name, self.names, span);
+            }
+            return err(self.not_a_size(name, what), span);
         }
         if self.rvars.iter().any(|r| r == name) {
             return Ok(Expr::RVar(name.to_string()));
@@ -1068,27 +1199,109 @@ impl<'a> ExprChecker<'a> {
         Ok(Expr::Intrinsic(f, checked))
     }
 
+    /// Why `name` cannot be used where only sizes may be (`what`): a variable is named as one.
+    fn not_a_size(&self, name: &str, what: &str) -> String {
+        let allowed = "may only use sizes named in the inputs' shapes and integer constants";
+        if self.names.pure_var_names.contains(name) {
+            format!("`{name}` is a pure variable, not a size: {what} {allowed}")
+        } else if self.names.rvar_names.contains(name) {
+            format!("`{name}` is a reduction variable, not a size: {what} {allowed}")
+        } else {
+            format!("unbound size variable `{name}`: {what} {allowed}")
+        }
+    }
+
     fn reduce(
         &mut self,
         op: ReduceOp,
-        rvars: &[RVarAst],
+        domain: (&[RVarAst], Option<&ExprAst>),
         body: &ExprAst,
         hint: Option<Dtype>,
         span: Span,
     ) -> CResult<Expr> {
         let scope = self.rvars.len();
-        let rvars = self.declare_rvars(rvars)?;
-        let body = self.expr(body, hint);
+        let checked = self.declare_rvars(domain.0).and_then(|rvars| {
+            let predicate = domain.1.map(|p| self.predicate(p)).transpose()?;
+            Ok((rvars, predicate, self.expr(body, hint)?))
+        });
         self.rvars.truncate(scope);
-        let body = body?;
+        let (rvars, predicate, body) = checked?;
         let what = format!("`{}` needs a numeric body", op.name());
         self.require(body.dtype().is_numeric(), &what, body.dtype(), span)?;
         Ok(Expr::Reduce(Reduce {
             op,
             rvars,
+            predicate: predicate.map(Box::new),
             body: Box::new(body),
         }))
     }
+}
+
+/// The variables a domain bound may use besides sizes and constants.
+struct BoundScope {
+    /// The pure variables around the domain (in an update, those bare in its target).
+    pure_vars: Vec<String>,
+    /// Enclosing reduction variables and those declared before this one in its domain.
+    rvars: Vec<String>,
+    /// This reduction variable and those declared after it in its domain.
+    later: Vec<String>,
+    /// Pure variables of the updated function that are not loops of the update.
+    misplaced_pure: Vec<(String, String)>,
+}
+
+impl BoundScope {
+    fn name(&self, name: &str, names: &Names, span: Span) -> CResult<Expr> {
+        if self.rvars.iter().any(|r| r == name) {
+            return Ok(Expr::RVar(name.to_string()));
+        }
+        if self.pure_vars.iter().any(|v| v == name) {
+            return Ok(Expr::Var(name.to_string()));
+        }
+        if self.later.iter().any(|r| r == name) {
+            return err(
+                format!("reduction variable `{name}` is not declared yet: a bound may use only reduction variables declared before it in its domain (and the variables around the domain)"),
+                span,
+            );
+        }
+        if let Some((_, func)) = self.misplaced_pure.iter().find(|(v, _)| v == name) {
+            return err(
+                format!("pure variable `{name}` of `{func}` can be used in this update only if it appears bare in its own position"),
+                span,
+            );
+        }
+        let what = "a reduction bound may only use sizes named in the inputs' shapes, integer constants and the variables around it";
+        if names.rvar_names.contains(name) {
+            return err(
+                format!("reduction variable `{name}` is not in scope here: {what}"),
+                span,
+            );
+        }
+        err(format!("unbound size variable `{name}`: {what}"), span)
+    }
+}
+
+/// Whether `e` is affine in the variables it reads: variables added, subtracted, negated and
+/// multiplied by integer constants, with any expression of sizes and constants added.
+fn is_affine(e: &Expr) -> bool {
+    if !e.reads_vars() {
+        return true;
+    }
+    let is_constant = |x: &Expr| constant_of(x).is_some() && !reads_sizes(x);
+    match e {
+        Expr::Var(_) | Expr::RVar(_) => true,
+        Expr::Neg(a) => is_affine(a),
+        Expr::Binary(BinOp::Add | BinOp::Sub, a, b) => is_affine(a) && is_affine(b),
+        Expr::Binary(BinOp::Mul, a, b) => {
+            (is_constant(a) && is_affine(b)) || (is_affine(a) && is_constant(b))
+        }
+        _ => false,
+    }
+}
+
+fn reads_sizes(e: &Expr) -> bool {
+    let mut found = false;
+    e.for_each(&mut |x| found |= matches!(x, Expr::Size(_)));
+    found
 }
 
 /// A type both operands of a mismatch convert to without loss where one exists: the wider of

@@ -164,11 +164,47 @@ impl<'a> Evaluator<'a> {
         })
     }
 
-    /// The interval of a reduction variable's domain.
-    fn rvar_interval(&self, rvar: &'a RVar) -> EResult<Interval> {
-        let lo = self.size_expr(&rvar.lo)?;
-        let hi = self.size_expr(&rvar.hi)?;
-        Ok(Interval::new(lo, hi.saturating_sub(1)))
+    /// The interval of a reduction variable's domain, given the intervals of the variables
+    /// around it (`env`): exact for bounds of sizes, the hull over `env` for bounds that read
+    /// variables (a triangular domain's), empty where a variable they read has no value.
+    fn rvar_interval(&self, rvar: &'a RVar, env: &[(String, Interval)]) -> EResult<Interval> {
+        if !rvar.lo.reads_vars() && !rvar.hi.reads_vars() {
+            let lo = self.size_expr(&rvar.lo)?;
+            let hi = self.size_expr(&rvar.hi)?;
+            return Ok(Interval::new(lo, hi.saturating_sub(1)));
+        }
+        let mut unbound = false;
+        for bound in [&rvar.lo, &rvar.hi] {
+            bound.for_each(&mut |e| {
+                if matches!(e, Expr::Var(_) | Expr::RVar(_)) {
+                    unbound |= self.interval_of(env, e).is_none_or(|i| i.is_empty());
+                }
+            });
+        }
+        if unbound {
+            return Ok(Interval::EMPTY);
+        }
+        let lookup = |e: &Expr| self.interval_of(env, e);
+        let lo = bounds(&rvar.lo, &lookup);
+        let hi = bounds(&rvar.hi, &lookup);
+        Ok(Interval::new(lo.lo, hi.hi.saturating_sub(1)))
+    }
+
+    /// One bound of a reduction variable at a point: exact for sizes, else in `scope`.
+    fn bound_at(&self, e: &'a Expr, scope: &mut Scope<'a>) -> EResult<i64> {
+        if e.reads_vars() {
+            self.index_value(e, scope)
+        } else {
+            self.size_expr(e)
+        }
+    }
+
+    /// Whether the domain's predicate holds at the point in `scope` (no predicate: always).
+    fn holds(&self, predicate: Option<&'a Expr>, scope: &mut Scope<'a>) -> EResult<bool> {
+        match predicate {
+            None => Ok(true),
+            Some(p) => Ok(self.eval(p, scope)? == Value::Bool(true)),
+        }
     }
 
     /// The region to compute of every function the output needs, consumers before producers.
@@ -291,7 +327,8 @@ impl<'a> Evaluator<'a> {
             .map(|(v, r)| (v.clone(), *r))
             .collect();
         for rvar in &update.rvars {
-            env.push((rvar.name.clone(), self.rvar_interval(rvar)?));
+            let interval = self.rvar_interval(rvar, &env)?;
+            env.push((rvar.name.clone(), interval));
         }
         Ok(env)
     }
@@ -362,7 +399,8 @@ impl<'a> Evaluator<'a> {
             Expr::Reduce(r) => {
                 let scope = env.len();
                 for rvar in &r.rvars {
-                    env.push((rvar.name.clone(), self.rvar_interval(rvar)?));
+                    let interval = self.rvar_interval(rvar, env)?;
+                    env.push((rvar.name.clone(), interval));
                 }
                 if !env[scope..].iter().any(|(_, i)| i.is_empty()) {
                     self.collect_calls(&r.body, env, out)?;
@@ -423,24 +461,23 @@ impl<'a> Evaluator<'a> {
         update: &'a Update,
         region: &[Interval],
     ) -> EResult<()> {
-        let mut loops: Vec<(&'a str, Interval)> = Vec::new();
+        let mut loops: Vec<NestLoop<'a>> = Vec::new();
         for ((var, arg), r) in func.vars.iter().zip(&update.args).zip(region) {
             if matches!(arg, Expr::Var(v) if v == var) {
-                loops.push((var, *r));
+                loops.push(NestLoop::fixed(var, r.lo, r.hi.saturating_add(1)));
             }
         }
-        for rvar in &update.rvars {
-            loops.push((&rvar.name, self.rvar_interval(rvar)?));
-        }
-        let extents: Vec<i64> = loops.iter().map(|(_, r)| r.len() as i64).collect();
+        loops.extend(update.rvars.iter().map(NestLoop::rvar));
         let mut scope: Scope<'a> = Vec::new();
-        for_each_point(&extents, &mut |point| {
-            scope.clear();
-            for ((name, r), p) in loops.iter().zip(point) {
-                scope.push((name, r.lo + p));
+        let mut nest = Nest::new(loops, 0);
+        let mut more = nest.descend(self, &mut scope)?;
+        while more {
+            if self.holds(update.predicate.as_ref(), &mut scope)? {
+                self.update_point(func, update, &mut scope)?;
             }
-            self.update_point(func, update, &mut scope)
-        })
+            more = nest.next(self, &mut scope)?;
+        }
+        Ok(())
     }
 
     fn update_point(
@@ -577,29 +614,23 @@ impl<'a> Evaluator<'a> {
             ReduceOp::Max => Value::lowest(dtype),
             ReduceOp::Min => Value::highest(dtype),
         };
-        let mut domain = Vec::new();
-        for rvar in &r.rvars {
-            domain.push(self.rvar_interval(rvar)?);
-        }
-        let extents: Vec<i64> = domain.iter().map(|d| d.len() as i64).collect();
         let base = scope.len();
-        let names: Vec<&'a str> = r.rvars.iter().map(|v| v.name.as_str()).collect();
-        for_each_point(&extents, &mut |point| {
-            scope.truncate(base);
-            for ((name, d), p) in names.iter().zip(&domain).zip(point) {
-                scope.push((name, d.lo + p));
+        let mut nest = Nest::new(r.rvars.iter().map(NestLoop::rvar).collect(), base);
+        let mut more = nest.descend(self, scope);
+        while let Ok(true) = more {
+            if self.holds(r.predicate.as_deref(), scope)? {
+                let v = self.eval(&r.body, scope)?;
+                acc = match r.op {
+                    ReduceOp::Sum => self.count(Value::binary(BinOp::Add, acc, v)?),
+                    ReduceOp::Prod => self.count(Value::binary(BinOp::Mul, acc, v)?),
+                    ReduceOp::Max => Value::max(acc, v)?,
+                    ReduceOp::Min => Value::min(acc, v)?,
+                };
             }
-            let v = self.eval(&r.body, scope)?;
-            acc = match r.op {
-                ReduceOp::Sum => self.count(Value::binary(BinOp::Add, acc, v)?),
-                ReduceOp::Prod => self.count(Value::binary(BinOp::Mul, acc, v)?),
-                ReduceOp::Max => Value::max(acc, v)?,
-                ReduceOp::Min => Value::min(acc, v)?,
-            };
-            Ok(())
-        })?;
+            more = nest.next(self, scope);
+        }
         scope.truncate(base);
-        Ok(acc)
+        more.map(|_| acc)
     }
 
     fn call(&self, call: &'a Call, scope: &mut Scope<'a>) -> EResult<Value> {
@@ -653,6 +684,104 @@ impl<'a> Evaluator<'a> {
                 inside(&index).ok_or_else(|| out_of_bounds(index))
             }
         }
+    }
+}
+
+/// A loop of the nest an update or a reduction runs: `name` over `lo..hi`, bounds that may read
+/// the loops outside it (a triangular domain).
+struct NestLoop<'a> {
+    name: &'a str,
+    lo: NestBound<'a>,
+    hi: NestBound<'a>,
+}
+
+enum NestBound<'a> {
+    Value(i64),
+    Expr(&'a Expr),
+}
+
+impl<'a> NestLoop<'a> {
+    fn fixed(name: &'a str, lo: i64, hi: i64) -> Self {
+        let (lo, hi) = (NestBound::Value(lo), NestBound::Value(hi));
+        NestLoop { name, lo, hi }
+    }
+
+    fn rvar(r: &'a RVar) -> Self {
+        let (lo, hi) = (NestBound::Expr(&r.lo), NestBound::Expr(&r.hi));
+        NestLoop {
+            name: &r.name,
+            lo,
+            hi,
+        }
+    }
+}
+
+/// Walks the points of a loop nest in order (the last loop fastest), binding its variables in
+/// a scope above `base`; each loop's bounds are evaluated when it starts, with the values of
+/// the loops outside it. A loop whose range is empty there moves the loop outside it on.
+struct Nest<'a> {
+    loops: Vec<NestLoop<'a>>,
+    /// The end of each loop entered so far.
+    ends: Vec<i64>,
+    base: usize,
+}
+
+impl<'a> Nest<'a> {
+    fn new(loops: Vec<NestLoop<'a>>, base: usize) -> Self {
+        Nest {
+            loops,
+            ends: Vec::new(),
+            base,
+        }
+    }
+
+    fn bound(ev: &Evaluator<'a>, b: &NestBound<'a>, scope: &mut Scope<'a>) -> EResult<i64> {
+        match b {
+            NestBound::Value(v) => Ok(*v),
+            NestBound::Expr(e) => ev.bound_at(e, scope),
+        }
+    }
+
+    /// Enters the loops not yet entered, at their first values; `false` when no point is left.
+    fn descend(&mut self, ev: &Evaluator<'a>, scope: &mut Scope<'a>) -> EResult<bool> {
+        while self.ends.len() < self.loops.len() {
+            let l = &self.loops[self.ends.len()];
+            let lo = Self::bound(ev, &l.lo, scope)?;
+            let hi = Self::bound(ev, &l.hi, scope)?;
+            if lo < hi {
+                scope.push((l.name, lo));
+                self.ends.push(hi);
+            } else if !self.step(scope) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Moves the innermost entered loop on, leaving those that are done; `false` when every
+    /// loop is done.
+    fn step(&mut self, scope: &mut Scope<'a>) -> bool {
+        while let Some(&end) = self.ends.last() {
+            if scope.len() > self.base {
+                if let Some((_, v)) = scope.last_mut() {
+                    *v += 1;
+                    if *v < end {
+                        return true;
+                    }
+                }
+            }
+            scope.pop();
+            self.ends.pop();
+        }
+        false
+    }
+
+    /// The next point; `false` when there is none.
+    fn next(&mut self, ev: &Evaluator<'a>, scope: &mut Scope<'a>) -> EResult<bool> {
+        if !self.step(scope) {
+            return Ok(false);
+        }
+        self.descend(ev, scope)
     }
 }
 

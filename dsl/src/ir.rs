@@ -75,12 +75,16 @@ pub struct Func {
     pub updates: Vec<Update>,
 }
 
-/// `for (rvars) name(args) op value;`: for every point of the reduction domain (and of the pure
-/// variables that appear bare in `args`), rewrite one element. Pure variables loop outside the
-/// reduction variables; reduction variables run in declaration order, the last innermost.
+/// `for (rvars where predicate) name(args) op value;`: for every point of the reduction domain
+/// (and of the pure variables that appear bare in `args`) where the predicate holds, rewrite one
+/// element. Pure variables loop outside the reduction variables; reduction variables run in
+/// declaration order, the last innermost.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Update {
     pub rvars: Vec<RVar>,
+    /// The domain's `where` predicate (Halide's `RDom::where`): points where it is false are
+    /// skipped. It reads only variables, sizes, scalar parameters and constants.
+    pub predicate: Option<Expr>,
     pub args: Vec<Expr>,
     pub op: UpdateOp,
     pub value: Expr,
@@ -120,7 +124,10 @@ impl UpdateOp {
     }
 }
 
-/// A reduction variable `name in lo..hi` (half open; empty when `hi <= lo`).
+/// A reduction variable `name in lo..hi` (half open; empty when `hi <= lo`). The bounds are
+/// affine in the variables around the domain (the definition's pure variables, enclosing
+/// reduction variables) and in the reduction variables declared before this one, plus sizes and
+/// constants: `k in i + 1..M` is a triangular domain.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RVar {
     pub name: String,
@@ -170,6 +177,8 @@ pub enum CallTarget {
 pub struct Reduce {
     pub op: ReduceOp,
     pub rvars: Vec<RVar>,
+    /// The domain's `where` predicate, as `Update::predicate`.
+    pub predicate: Option<Box<Expr>>,
     pub body: Box<Expr>,
 }
 
@@ -303,7 +312,7 @@ pub fn is_reserved(name: &str) -> bool {
         || ReduceOp::from_name(name).is_some()
         || matches!(
             name,
-            "kernel" | "for" | "in" | "with" | "select" | "true" | "false"
+            "kernel" | "for" | "in" | "where" | "with" | "select" | "true" | "false"
         )
 }
 
@@ -328,6 +337,14 @@ impl Expr {
             Expr::Intrinsic(_, args) => args[0].dtype(),
             Expr::Reduce(r) => r.body.dtype(),
         }
+    }
+
+    /// Whether the expression reads a pure or reduction variable (a domain bound that does is
+    /// not an expression of sizes alone: the domain is not a box).
+    pub fn reads_vars(&self) -> bool {
+        let mut found = false;
+        self.for_each(&mut |e| found |= matches!(e, Expr::Var(_) | Expr::RVar(_)));
+        found
     }
 
     pub fn binary(op: BinOp, a: Expr, b: Expr) -> Expr {
@@ -356,6 +373,9 @@ impl Expr {
                     rv.lo.for_each(visit);
                     rv.hi.for_each(visit);
                 }
+                if let Some(p) = &r.predicate {
+                    p.for_each(visit);
+                }
                 r.body.for_each(visit);
             }
         }
@@ -363,14 +383,17 @@ impl Expr {
 }
 
 impl Func {
-    /// Every expression of every definition: the pure value, then each update's bounds, targets
-    /// and value.
+    /// Every expression of every definition: the pure value, then each update's bounds,
+    /// predicate, targets and value.
     pub fn for_each_expr(&self, visit: &mut dyn FnMut(&Expr)) {
         self.value.for_each(visit);
         for update in &self.updates {
             for rv in &update.rvars {
                 rv.lo.for_each(visit);
                 rv.hi.for_each(visit);
+            }
+            if let Some(p) = &update.predicate {
+                p.for_each(visit);
             }
             update.args.iter().for_each(|a| a.for_each(visit));
             update.value.for_each(visit);

@@ -6,15 +6,17 @@
 //!             "{" stmt* "}"
 //! param    := IDENT ":" TYPE ["[" [expr ("," expr)*] "]" ["with" boundary]]
 //! boundary := "clamp_edge" | "mirror" | "mirror_interior" | "constant" "(" expr ")"
-//! stmt     := ["for" "(" rvar ("," rvar)* ")"] IDENT "(" [expr ("," expr)*] ")" ("=" | "+=" | "-=" | "*=") expr ";"
-//! rvar     := IDENT "in" expr ".." expr
+//! stmt     := ["for" "(" domain ")"] IDENT "(" [expr ("," expr)*] ")" ("=" | "+=" | "-=" | "*=") expr ";"
+//! domain   := rvar ("," rvar)* ["where" expr]     (the predicate skips the points where it is false)
+//! rvar     := IDENT "in" expr ".." expr            (bounds affine in the variables around the
+//!                                                   domain and the rvars before this one)
 //! expr     := or;   or := and ("||" and)*;   and := cmp ("&&" cmp)*
 //! cmp      := add [("==" | "!=" | "<" | "<=" | ">" | ">=") add]        (not chained)
 //! add      := mul (("+" | "-") mul)*;   mul := unary (("*" | "/" | "%") unary)*
 //! unary    := ("-" | "!") unary | primary
 //! primary  := NUMBER | "true" | "false" | "(" expr ")" | IDENT
 //!           | IDENT "(" [expr ("," expr)*] ")"                      (call, cast or builtin)
-//!           | REDUCE "(" rvar ("," rvar)* ")" expr                  (REDUCE: sum prod max min;
+//!           | REDUCE "(" domain ")" expr                            (REDUCE: sum prod max min;
 //!                                                                    the body extends rightwards)
 //! ```
 
@@ -50,6 +52,22 @@ pub fn parse(src: &str) -> Result<Vec<KernelAst>, Diagnostic> {
         kernels.push(parser.kernel()?);
     }
     Ok(kernels)
+}
+
+/// Parses one expression, the whole of `src` (a schedule's `specialize` condition; the
+/// checker's `check_condition` gives it its meaning).
+pub fn parse_expr(src: &str) -> Result<ExprAst, Diagnostic> {
+    let tokens = lex(src)?;
+    let mut parser = Parser {
+        tokens,
+        pos: 0,
+        depth: 0,
+    };
+    let e = parser.expr()?;
+    if parser.peek() != &Tok::Eof {
+        return Err(parser.error_here("the end of the condition"));
+    }
+    Ok(e)
 }
 
 struct Parser {
@@ -249,11 +267,11 @@ impl Parser {
 
     fn stmt(&mut self) -> PResult<StmtAst> {
         let start = self.span();
-        let mut rvars = Vec::new();
+        let (mut rvars, mut predicate) = (Vec::new(), None);
         if self.at_keyword("for") {
             self.bump();
             self.expect(Tok::LParen)?;
-            rvars = self.list(Tok::RParen, Self::rvar)?;
+            (rvars, predicate) = self.domain()?;
         }
         let target = self.ident("a function definition")?;
         self.expect(Tok::LParen)?;
@@ -271,6 +289,7 @@ impl Parser {
         self.expect(Tok::Semi)?;
         Ok(StmtAst {
             rvars,
+            predicate,
             target,
             args,
             op,
@@ -278,6 +297,30 @@ impl Parser {
             value,
             span: start.to(self.prev_span()),
         })
+    }
+
+    /// A reduction domain after its `(`: variables, then an optional `where` predicate, then
+    /// `)` (consumed). `for ()` is an empty domain.
+    fn domain(&mut self) -> PResult<(Vec<RVarAst>, Option<ExprAst>)> {
+        let mut rvars = Vec::new();
+        if self.eat(&Tok::RParen) {
+            return Ok((rvars, None));
+        }
+        loop {
+            rvars.push(self.rvar()?);
+            if self.eat(&Tok::RParen) {
+                return Ok((rvars, None));
+            }
+            if self.at_keyword("where") {
+                self.bump();
+                let predicate = self.expr()?;
+                self.expect(Tok::RParen)?;
+                return Ok((rvars, Some(predicate)));
+            }
+            if !self.eat(&Tok::Comma) {
+                return Err(self.error_here("`,`, `where` or `)`"));
+            }
+        }
     }
 
     fn rvar(&mut self) -> PResult<RVarAst> {
@@ -422,11 +465,11 @@ impl Parser {
             && matches!(self.peek_at(2), Tok::Ident(w) if w == "in");
         self.bump();
         if let Some(op) = ReduceOp::from_name(&name.name).filter(|_| is_reduction) {
-            let rvars = self.list(Tok::RParen, Self::rvar)?;
+            let (rvars, predicate) = self.domain()?;
             let body = self.expr()?;
             return Ok(ExprAst {
                 span: name.span.to(body.span),
-                kind: ExprAstKind::Reduce(op, rvars, Box::new(body)),
+                kind: ExprAstKind::Reduce(op, rvars, predicate.map(Box::new), Box::new(body)),
             });
         }
         let args = self.list(Tok::RParen, Self::expr)?;
@@ -454,9 +497,10 @@ fn check_tree_depth(e: &ExprAst) -> PResult<()> {
             ExprAstKind::Call(_, args) => args.iter().collect(),
             ExprAstKind::Neg(a) | ExprAstKind::Not(a) => vec![a],
             ExprAstKind::Binary(_, a, b) => vec![a, b],
-            ExprAstKind::Reduce(_, rvars, body) => rvars
+            ExprAstKind::Reduce(_, rvars, predicate, body) => rvars
                 .iter()
                 .flat_map(|r| [&r.lo, &r.hi])
+                .chain(predicate.as_deref())
                 .chain([&**body])
                 .collect(),
             _ => Vec::new(),

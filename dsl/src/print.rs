@@ -71,7 +71,8 @@ fn print_input(input: &Input) -> String {
 fn print_update(func: &Func, update: &Update) -> String {
     let mut text = String::new();
     if !update.rvars.is_empty() {
-        let _ = write!(text, "for ({}) ", print_rvars(&update.rvars));
+        let domain = print_domain(&update.rvars, update.predicate.as_ref());
+        let _ = write!(text, "for ({domain}) ");
     }
     let args: Vec<String> = update.args.iter().map(Expr::to_string).collect();
     let value = Typed(&update.value, Some(func.dtype));
@@ -94,12 +95,16 @@ impl fmt::Display for Typed<'_> {
     }
 }
 
-fn print_rvars(rvars: &[RVar]) -> String {
+/// `r in 0..N, s in r..N where p`.
+fn print_domain(rvars: &[RVar], predicate: Option<&Expr>) -> String {
     let parts: Vec<String> = rvars
         .iter()
         .map(|r| format!("{} in {}..{}", r.name, r.lo, r.hi))
         .collect();
-    parts.join(", ")
+    match predicate {
+        Some(p) => format!("{} where {p}", parts.join(", ")),
+        None => parts.join(", "),
+    }
 }
 
 /// Precedence of unary operators; binary operators use `BinOp::precedence` (1 to 5).
@@ -258,7 +263,12 @@ fn write_bare(f: &mut fmt::Formatter<'_>, e: &Expr, hint: Option<Dtype>) -> fmt:
             f.write_char(')')
         }
         Expr::Reduce(r) => {
-            write!(f, "{}({}) ", r.op.name(), print_rvars(&r.rvars))?;
+            write!(
+                f,
+                "{}({}) ",
+                r.op.name(),
+                print_domain(&r.rvars, r.predicate.as_deref())
+            )?;
             write_expr(f, &r.body, REDUCTION, hint)
         }
     }

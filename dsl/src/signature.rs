@@ -593,7 +593,9 @@ impl crate::ir::Pipeline {
         }
     }
 
-    /// The bounds of every reduction domain: of updates and of inline reductions.
+    /// The bounds of every reduction domain that are expressions of sizes: of updates and of
+    /// inline reductions. A bound that reads variables (a triangular domain's) is computed at
+    /// each point of the loops around it, with index arithmetic, and is not checked here.
     pub fn domain_bounds(&self) -> Vec<crate::ir::Expr> {
         use crate::ir::Expr;
         let mut bounds = Vec::new();
@@ -616,6 +618,7 @@ impl crate::ir::Pipeline {
                 bounds.extend([v.lo.clone(), v.hi.clone()]);
             }
         }
+        bounds.retain(|b| !b.reads_vars());
         bounds
     }
 }

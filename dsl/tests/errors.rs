@@ -435,9 +435,21 @@ fn unbound_size_variable_in_reduction_bound() {
     //                     ^ column 24
     check_exact(
         &in_kernel(&["B(i) = sum(r in 0..M) A(r);"]),
-        "unbound size variable `M`: a reduction bound may only use sizes named in the inputs' shapes and integer constants",
+        "unbound size variable `M`: a reduction bound may only use sizes named in the inputs' shapes, integer constants and the variables around it",
         2,
         24,
+    );
+}
+
+#[test]
+fn pure_variable_in_output_extent_is_named_as_one() {
+    // kernel k(A: f32[N]) -> B: f32[i] {
+    //                               ^ column 31
+    check_exact(
+        "kernel k(A: f32[N]) -> B: f32[i] {\n    B(i) = A(i);\n}",
+        "`i` is a pure variable, not a size: an output extent may only use sizes named in the inputs' shapes and integer constants",
+        1,
+        31,
     );
 }
 
