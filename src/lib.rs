@@ -29,6 +29,11 @@ pub use strata_tuning_db as tuning_db;
 
 pub use strata_jit::CompileError;
 
+pub mod io;
+#[cfg(feature = "ndarray")]
+pub mod nd;
+pub use strata_dsl::buffer::{BufferView, BufferViewMut, ViewArgs};
+
 /// Lowers `pipeline` under `schedule` and compiles it for this CPU with Cranelift. The result
 /// runs on any shape; `fixed` sizes (e.g. `strata::sizes(&[("M", 512)])`, or `&Sizes::new()`
 /// for none) are fixed first, which lets the code use their values as constants (and makes

@@ -48,17 +48,35 @@ enum Command {
         #[arg(long, value_enum, default_value_t = BackendArg::Cranelift)]
         backend: BackendArg,
     },
-    /// Compile a kernel for a shape, run it on seeded random inputs, check the answer against
-    /// the reference evaluator and time it.
+    /// Compile a kernel for a shape, run it on your inputs (`--input`) or seeded random ones,
+    /// check the answer against the reference evaluator, time it, and write the output
+    /// (`--output`).
     Run {
         /// The `.strata` file holding the kernel.
         file: PathBuf,
         /// Which kernel of the file (needed when it holds several).
         #[arg(long)]
         kernel: Option<String>,
-        /// Every size, e.g. `M=512,N=512,K=512`.
+        /// Sizes, e.g. `M=512,N=512,K=512`: every size no `--input` file gives (those it gives
+        /// may be repeated here and must agree).
         #[arg(long)]
-        shape: String,
+        shape: Option<String>,
+        /// An input from a file, `NAME=FILE` (repeat for several): `.npy` (C order, the
+        /// input's element type exactly) or, for `u8`/`u16` inputs, `.png` (8-bit → u8,
+        /// 16-bit → u16; shape [H, W] for a rank-2 input, which must be a one-channel image,
+        /// or [H, W, C] with channels interleaved for rank 3). Sizes are taken from the files.
+        /// Inputs not given are seeded random.
+        #[arg(long, value_name = "NAME=FILE")]
+        input: Vec<String>,
+        /// Write the output (of the first, checked run) to FILE (`.npy`, or `.png` for u8/u16
+        /// outputs of shape [H, W] or [H, W, C] with C up to 4); `NAME=FILE` with the output's
+        /// name works too. Repeat to write several files.
+        #[arg(long, value_name = "[NAME=]FILE")]
+        output: Vec<String>,
+        /// A scalar parameter's value, `NAME=VALUE` (repeat for several); others are seeded
+        /// random.
+        #[arg(long, value_name = "NAME=VALUE")]
+        param: Vec<String>,
         /// The schedule, as text, `@FILE`, or `best` (the tuning database's winner).
         #[arg(long)]
         schedule: Option<String>,
@@ -284,6 +302,9 @@ fn run_command_line() -> ExitCode {
             file,
             kernel,
             shape,
+            input,
+            output,
+            param,
             schedule,
             threads,
             seed,
@@ -301,10 +322,16 @@ fn run_command_line() -> ExitCode {
                 backend,
             };
             let db = db.unwrap_or_else(strata::tuner::tune::default_db_path);
+            let data = run::RunData {
+                inputs: input,
+                outputs: output,
+                params: param,
+            };
             run_command(
                 &file,
                 kernel.as_deref(),
-                &shape,
+                shape.as_deref(),
+                &data,
                 schedule.as_deref(),
                 &settings,
                 json,
@@ -478,10 +505,12 @@ fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_command(
     file: &Path,
     kernel: Option<&str>,
-    shape: &str,
+    shape: Option<&str>,
+    data: &run::RunData,
     schedule: Option<&str>,
     settings: &run::RunSettings,
     json: bool,
@@ -489,7 +518,11 @@ fn run_command(
 ) -> Result<(), String> {
     let kernels = load(file)?;
     let chosen = pick_kernel(&kernels, kernel, file)?;
-    let sizes = run::complete_shape(chosen, &parse_shape(shape)?)?;
+    let shape = match shape {
+        Some(shape) => parse_shape(shape)?,
+        None => Sizes::new(),
+    };
+    let (sizes, args, outputs) = run::prepare(chosen, &shape, data, settings.seed)?;
     let schedule = match schedule {
         Some("best") => {
             let text =
@@ -498,7 +531,9 @@ fn run_command(
         }
         other => read_schedule(other)?,
     };
-    let m = run::measure(chosen, &schedule, &sizes, settings)?;
+    let (m, output) = run::measure(chosen, &schedule, &sizes, &args, settings)?;
+    // Written even when the answer is wrong (the error below says so), for inspection.
+    run::write_outputs(chosen, &output, &outputs)?;
     print_out(&if json {
         json_text(chosen, &sizes, &schedule, settings, &m)
     } else {

@@ -1,11 +1,15 @@
-//! `strata run`: compile a kernel for a shape, run it on seeded random inputs, check the answer
-//! against the reference evaluator, and time it.
+//! `strata run`: compile a kernel for a shape, run it on the caller's inputs (`.npy`/PNG files)
+//! or seeded random ones, check the answer against the reference evaluator, time it, and write
+//! the output to files if asked.
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use strata::dsl::random::{agree, random_args};
-use strata::{Args, Buffer, CompiledKernel, Pipeline, Schedule, Sizes};
+use strata::dsl::InputKind;
+use strata::io::{Declared, FileInput};
+use strata::{Args, Buffer, CompiledKernel, Dtype, Pipeline, Schedule, Sizes, Value};
 
 /// The float tolerance answers are checked with (reassociation and fused multiply-adds).
 pub const FLOAT_TOLERANCE: f64 = 1e-4;
@@ -49,15 +53,215 @@ pub fn complete_shape(pipeline: &Pipeline, shape: &Sizes) -> Result<Sizes, Strin
     Ok(sizes)
 }
 
+/// What `strata run` reads and writes besides the kernel: `--input NAME=PATH`,
+/// `--output [NAME=]PATH` and `--param NAME=VALUE`, as given.
+#[derive(Default)]
+pub struct RunData {
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+    pub params: Vec<String>,
+}
+
+/// The sizes and arguments of a run, checked before anything is compiled: inputs named by
+/// `--input` are read from their files (their element type and rank must be the kernel's),
+/// the sizes are inferred from them and `shape` (which must agree), every other input is
+/// seeded random, scalars come from `--param` or are seeded random, and every `--output` file
+/// can hold the output. Returns the output files too.
+pub fn prepare(
+    pipeline: &Pipeline,
+    shape: &Sizes,
+    data: &RunData,
+    seed: u64,
+) -> Result<(Sizes, Args, Vec<PathBuf>), String> {
+    let signature = pipeline.call_signature();
+    let mut files: Vec<FileInput> = Vec::new();
+    for text in &data.inputs {
+        let (name, path) = split_assignment(text, "--input", "NAME=FILE (e.g. --input A=a.npy)")?;
+        let param = buffer_param(pipeline, &signature.inputs, name)?;
+        if files.iter().any(|f| f.name == name) {
+            return Err(format!("error: --input gives `{name}` more than once"));
+        }
+        let path = PathBuf::from(path);
+        let buffer =
+            strata::io::read(&path, &Declared::input(param)).map_err(|e| format!("error: {e}"))?;
+        files.push(FileInput {
+            name: name.to_string(),
+            path,
+            buffer,
+        });
+    }
+    let sizes = strata::io::infer_sizes(&signature.inputs, &files, shape)
+        .map_err(|e| format!("error: {e}"))?;
+    let sizes = complete_shape(pipeline, &sizes)?;
+    // Every input is made (checking the shapes against the limits before anything large is
+    // allocated); those given by file then replace theirs, so the others are the same random
+    // inputs a run without files gets.
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut args = random_args(pipeline, &sizes, &mut rng).map_err(|e| format!("error: {e}"))?;
+    for file in files {
+        args.buffers.insert(file.name, file.buffer);
+    }
+    for text in &data.params {
+        let (name, value) = parse_param(pipeline, text)?;
+        args.scalars.insert(name, value);
+    }
+    let outputs = output_files(pipeline, &signature, &sizes, &data.outputs)?;
+    Ok((sizes, args, outputs))
+}
+
+/// `NAME=VALUE` split at the first `=`, or the error saying what `flag` takes.
+fn split_assignment<'t>(
+    text: &'t str,
+    flag: &str,
+    form: &str,
+) -> Result<(&'t str, &'t str), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() && !value.is_empty() => {
+            Ok((name.trim(), value))
+        }
+        _ => Err(format!("error: `{text}` in {flag} is not {form}")),
+    }
+}
+
+/// The buffer input `name` of the kernel, or the error naming what it is instead.
+fn buffer_param<'s>(
+    pipeline: &Pipeline,
+    params: &'s [strata::dsl::signature::BufferParam],
+    name: &str,
+) -> Result<&'s strata::dsl::signature::BufferParam, String> {
+    if let Some(param) = params.iter().find(|p| p.name == name) {
+        return Ok(param);
+    }
+    let scalar =
+        (pipeline.inputs.iter()).any(|i| i.name == name && matches!(i.kind, InputKind::Scalar));
+    if scalar {
+        return Err(format!(
+            "error: `{name}` is a scalar parameter of `{}`: give it with --param {name}=VALUE",
+            pipeline.name
+        ));
+    }
+    let names: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
+    Err(format!(
+        "error: kernel `{}` has no buffer input `{name}` (its buffer inputs: {})",
+        pipeline.name,
+        names.join(", ")
+    ))
+}
+
+/// One `--param NAME=VALUE`: the scalar parameter's value in its type, refused when it does
+/// not parse or does not fit.
+fn parse_param(pipeline: &Pipeline, text: &str) -> Result<(String, Value), String> {
+    let (name, value) = split_assignment(text, "--param", "NAME=VALUE (e.g. --param alpha=0.5)")?;
+    let Some(input) =
+        (pipeline.inputs.iter()).find(|i| i.name == name && matches!(i.kind, InputKind::Scalar))
+    else {
+        let names: Vec<&str> = (pipeline.inputs.iter())
+            .filter(|i| matches!(i.kind, InputKind::Scalar))
+            .map(|i| i.name.as_str())
+            .collect();
+        return Err(format!(
+            "error: kernel `{}` has no scalar parameter `{name}` (its parameters: {})",
+            pipeline.name,
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        ));
+    };
+    let bad = || {
+        format!(
+            "error: --param {name}={value}: not a value of type {}",
+            input.dtype
+        )
+    };
+    let value = value.trim();
+    let parsed = match input.dtype {
+        Dtype::Bool => match value {
+            "true" | "1" => Value::Bool(true),
+            "false" | "0" => Value::Bool(false),
+            _ => return Err(bad()),
+        },
+        Dtype::F32 | Dtype::F64 => Value::F64(value.parse().map_err(|_| bad())?).cast(input.dtype),
+        t => {
+            let v: i64 = value.parse().map_err(|_| bad())?;
+            let cast = Value::I64(v).cast(t);
+            // Refused rather than wrapped: `--param n=300` for a u8 is a mistake.
+            if cast.as_i64() != Some(v) {
+                return Err(bad());
+            }
+            cast
+        }
+    };
+    Ok((name.to_string(), parsed))
+}
+
+/// The files `--output` names (`PATH`, or `NAME=PATH` with the kernel's output name), each
+/// checked to hold the output's type and shape before anything runs.
+fn output_files(
+    pipeline: &Pipeline,
+    signature: &strata::dsl::Signature<strata::dsl::Expr>,
+    sizes: &Sizes,
+    outputs: &[String],
+) -> Result<Vec<PathBuf>, String> {
+    if outputs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let shape = signature
+        .output_shape(sizes)
+        .map_err(|e| format!("error: {e}"))?;
+    let what = format!("output `{}`", pipeline.output.name);
+    let mut files = Vec::new();
+    for text in outputs {
+        let path = output_path(pipeline, text)?;
+        strata::io::check_writable(&path, pipeline.output.dtype, &shape, &what)
+            .map_err(|e| format!("error: {e}"))?;
+        files.push(path);
+    }
+    Ok(files)
+}
+
+/// `--output PATH` or `--output NAME=PATH`: a text before `=` that is a name must be the
+/// output's (a kernel has one output); anything else is a path.
+fn output_path(pipeline: &Pipeline, text: &str) -> Result<PathBuf, String> {
+    if let Some((name, path)) = text.split_once('=') {
+        let is_name = !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+        if is_name && name == pipeline.output.name {
+            return Ok(PathBuf::from(path));
+        }
+        if is_name {
+            return Err(format!(
+                "error: kernel `{}` has no output `{name}` (its output is `{}`)",
+                pipeline.name, pipeline.output.name
+            ));
+        }
+    }
+    Ok(PathBuf::from(text))
+}
+
+/// Writes the output to every file `--output` named.
+pub fn write_outputs(
+    pipeline: &Pipeline,
+    output: &Buffer,
+    files: &[PathBuf],
+) -> Result<(), String> {
+    let what = format!("output `{}`", pipeline.output.name);
+    for path in files {
+        strata::io::write(path, output, &what).map_err(|e| format!("error: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Compiles the kernel, runs it on `args` once (checked against the reference unless the
+/// settings say not), then times repeated runs. Returns the measurement and the first run's
+/// output.
 pub fn measure(
     pipeline: &Pipeline,
     schedule: &Schedule,
     sizes: &Sizes,
+    args: &Args,
     settings: &RunSettings,
-) -> Result<Measurement, String> {
-    // The shapes are checked (and the inputs made) before anything is compiled.
-    let args = random_args(pipeline, sizes, &mut StdRng::seed_from_u64(settings.seed))
-        .map_err(|e| format!("error: {e}"))?;
+) -> Result<(Measurement, Buffer), String> {
     let options = strata::CodegenOptions {
         backend: settings.backend,
         ..Default::default()
@@ -65,18 +269,18 @@ pub fn measure(
     let kernel = strata::compile_with(pipeline, schedule, sizes, &options)
         .map_err(|e| format!("error: {e}"))?;
     let first = kernel
-        .run(&args, settings.threads)
+        .run(args, settings.threads)
         .map_err(|e| format!("error: {e}"))?;
     let (correct, mismatch, float_ops) = if settings.check {
-        check(pipeline, &args, &first)?
+        check(pipeline, args, &first)?
     } else {
         (None, None, None)
     };
     let bytes = args.buffers.values().map(buffer_bytes).sum::<usize>() + buffer_bytes(&first);
-    let mut output = first;
-    let mut times = time_runs(&kernel, &args, &mut output, settings)?;
+    let mut output = first.clone();
+    let mut times = time_runs(&kernel, args, &mut output, settings)?;
     times.sort();
-    Ok(Measurement {
+    let m = Measurement {
         runs: times.len(),
         median: times[times.len() / 2],
         min: times[0],
@@ -85,7 +289,8 @@ pub fn measure(
         bytes,
         correct,
         mismatch,
-    })
+    };
+    Ok((m, first))
 }
 
 fn buffer_bytes(b: &Buffer) -> usize {

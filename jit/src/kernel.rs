@@ -4,7 +4,9 @@
 
 use crate::backend::{self, Backend, MachineCode};
 use crate::codegen::{CodegenError, CodegenOptions};
-use strata_dsl::{Args, Buffer, Signature, Sizes, Value};
+use std::collections::BTreeMap;
+use strata_dsl::buffer::{BufferView, BufferViewMut, ViewArgs};
+use strata_dsl::{Args, Buffer, Dtype, Signature, Sizes, Value};
 use strata_scheduler::{Expr, LoweredKernel};
 
 /// Why a call was refused (the check every executor shares). Nothing ran.
@@ -72,10 +74,7 @@ impl CompiledKernel {
 
     /// Runs the kernel on `args` with up to `threads` threads and returns its output.
     pub fn run(&self, args: &Args, threads: usize) -> Result<Buffer, CallError> {
-        let binding = self.signature.bind(args)?;
-        let mut output = Buffer::zeros(self.kernel.output.dtype, &binding.output_shape)?;
-        self.call(args, &binding.sizes, &mut output, threads);
-        Ok(output)
+        self.run_views(&ViewArgs::from(args), threads)
     }
 
     /// Runs the kernel writing into `output`, which must have the output's type and shape. A
@@ -86,40 +85,64 @@ impl CompiledKernel {
         output: &mut Buffer,
         threads: usize,
     ) -> Result<(), CallError> {
-        let binding = self.signature.bind(args)?;
+        self.run_views_into(&ViewArgs::from(args), BufferViewMut::from(output), threads)
+    }
+
+    /// Runs the kernel on buffers in the caller's memory (read in place, no copy) and returns
+    /// its output. `args` may mix views and owned buffers (`BufferView::from(&buffer)`); they
+    /// are checked as [`CompiledKernel::run`] checks owned ones.
+    pub fn run_views(&self, args: &ViewArgs, threads: usize) -> Result<Buffer, CallError> {
+        let binding = self.signature.bind_views(args)?;
+        let mut output = Buffer::zeros(self.kernel.output.dtype, &binding.output_shape)?;
+        let out = BufferViewMut::from(&mut output);
+        self.call(args, &binding.sizes, out, threads);
+        Ok(output)
+    }
+
+    /// Runs the kernel on buffers in the caller's memory, writing its output into the caller's
+    /// `output` (which must have the output's type and shape): no buffer is copied or allocated
+    /// by the call.
+    pub fn run_views_into(
+        &self,
+        args: &ViewArgs,
+        output: BufferViewMut,
+        threads: usize,
+    ) -> Result<(), CallError> {
+        let binding = self.signature.bind_views(args)?;
         let shape = &binding.output_shape;
         let expected_len: usize = shape.iter().product();
         if output.dtype() != self.kernel.output.dtype
             || output.shape() != shape.as_slice()
             || output.len() != expected_len
         {
-            return Err(CallError::WrongOutput {
-                expected: format!("{} {:?}", self.kernel.output.dtype, shape),
-                actual: format!("{} {:?}", output.dtype(), output.shape()),
-            });
+            return Err(wrong_output(self.kernel.output.dtype, shape, &output));
         }
         self.call(args, &binding.sizes, output, threads);
         Ok(())
     }
 
     /// Runs the generated code; `bind` checked the arguments and the output's shape.
-    fn call(&self, args: &Args, sizes: &Sizes, output: &mut Buffer, threads: usize) {
-        let frame = self.frame(args, sizes, output, threads);
-        // SAFETY: `Signature::bind` checked every buffer against the signature (types, shapes,
-        // real lengths, element counts within i32) and that each covers every region the code
-        // reads, and the output has exactly the extents the code writes.
+    fn call(&self, args: &ViewArgs, sizes: &Sizes, mut output: BufferViewMut, threads: usize) {
+        let frame = self.frame(&args.buffers, &args.scalars, sizes, &mut output, threads);
+        // SAFETY: `Signature::bind_views` checked every buffer against the signature (types,
+        // shapes, real lengths, element counts within i32) and that each covers every region
+        // the code reads, and the output has exactly the extents the code writes. The output
+        // is borrowed mutably and the inputs shared, so they cannot overlap.
         unsafe { (self.entry)(frame.as_ptr()) };
     }
 
     /// The frame `entry` reads: buffer pointers (inputs, output), sizes, parameter bits, threads.
-    fn frame(&self, args: &Args, sizes: &Sizes, output: &mut Buffer, threads: usize) -> Vec<u64> {
+    fn frame(
+        &self,
+        buffers: &BTreeMap<String, BufferView>,
+        scalars: &BTreeMap<String, Value>,
+        sizes: &Sizes,
+        output: &mut BufferViewMut,
+        threads: usize,
+    ) -> Vec<u64> {
         let mut frame = Vec::new();
         for input in &self.kernel.inputs {
-            frame.push(
-                args.buffers
-                    .get(&input.name)
-                    .map_or(0, |b| b.as_ptr() as u64),
-            );
+            frame.push(buffers.get(&input.name).map_or(0, |b| b.as_ptr() as u64));
         }
         frame.push(output.as_mut_ptr() as u64);
         for size in &self.kernel.sizes {
@@ -127,10 +150,18 @@ impl CompiledKernel {
             frame.push(sizes.get(size).copied().unwrap_or(0) as u32 as u64);
         }
         for (name, _) in &self.kernel.params {
-            frame.push(args.scalars.get(name).map_or(0, |v| scalar_bits(*v)));
+            frame.push(scalars.get(name).map_or(0, |v| scalar_bits(*v)));
         }
         frame.push(threads.clamp(1, i32::MAX as usize) as u64);
         frame
+    }
+}
+
+/// The refusal of an output buffer of the wrong type or shape: what was expected and given.
+fn wrong_output(dtype: Dtype, shape: &[usize], output: &BufferViewMut) -> CallError {
+    CallError::WrongOutput {
+        expected: format!("{dtype} {shape:?}"),
+        actual: format!("{} {:?}", output.dtype(), output.shape()),
     }
 }
 
