@@ -113,10 +113,14 @@ enum Command {
         /// Every size, e.g. `M=256,N=256,K=256`.
         #[arg(long)]
         shape: String,
-        /// Stop after this many candidates (default 100 when no budget is given).
+        /// Stop after this many trials (default 100 when no budget is given). A trial is one
+        /// search candidate measured, failures included; the default schedule (trial 0) and
+        /// the final re-measurements are not trials.
         #[arg(long)]
         trials: Option<u64>,
-        /// Stop after this many seconds.
+        /// Stop after this many seconds, counting everything: the reference answer, the
+        /// default schedule, the search and the final re-measurement (the search stops early
+        /// enough to leave time to confirm its best).
         #[arg(long, value_parser = seconds)]
         time: Option<f64>,
         /// How candidates are proposed.
@@ -143,9 +147,14 @@ enum Command {
         /// from other backends': the winner is per backend).
         #[arg(long, value_enum, default_value_t = BackendArg::Cranelift)]
         backend: BackendArg,
+        /// Print the final summary as one JSON object (this run's numbers and the report
+        /// entry of its kernel and shape) instead of text.
+        #[arg(long)]
+        json: bool,
     },
-    /// Print what the tuning database holds: per kernel and shape, the default and best times,
-    /// speedup, throughput, trials, failures and the winning schedule.
+    /// Print what the tuning database holds: per kernel and shape, the default's and the best
+    /// search and confirmed (re-measured) times with their runs and trials, the winner and the
+    /// rule that chose it, speedup, throughput, trials, failures and the winning schedule.
     Report {
         /// Only this kernel (by name).
         #[arg(long)]
@@ -153,7 +162,11 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
-        /// Also write a self-contained HTML page with plots.
+        /// Also write a self-contained HTML page: a summary of every kernel and shape, then
+        /// per kernel and shape plots (best so far against trial and wall time, the
+        /// distribution of candidate times), the top candidates with their throughput, share
+        /// of this machine's roofline and schedule difference from the winner, failures by
+        /// kind, the winning schedule and its loop nest.
         #[arg(long)]
         html: Option<PathBuf>,
         /// The tuning database (default `STRATA_DB` or `strata.db`).
@@ -351,6 +364,7 @@ fn run_command_line() -> ExitCode {
             timeout,
             db,
             backend,
+            json,
         } => backend.built().and_then(|backend| {
             let settings = tuning::TuneSettings {
                 trials,
@@ -361,6 +375,7 @@ fn run_command_line() -> ExitCode {
                 min_time,
                 timeout,
                 backend,
+                json,
             };
             let db = db.unwrap_or_else(strata::tuner::tune::default_db_path);
             tune_command(&file, kernel.as_deref(), &shape, &settings, &db)

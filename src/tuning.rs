@@ -1,6 +1,8 @@
 //! `strata tune`, `strata report` and `strata db`: the command line of the tuner and of the
 //! tuning database.
 
+mod html;
+
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -8,8 +10,12 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
-use strata::tuner::{StrategyKind, TuneOptions, WorkerCommand};
-use strata::tuning_db::{printable, short_hash, Db, DbError, Measurement, ReportEntry, Run};
+use strata::tuner::tune::TrialTime;
+use strata::tuner::{StrategyKind, TuneOptions, TuneResult, WorkerCommand};
+use strata::tuning_db::{
+    printable, short_hash, Db, DbError, Measurement, ReportEntry, Run, TuningKey, TRIAL_DEFINITION,
+    WINNER_RULE,
+};
 use strata::{Pipeline, Sizes};
 
 /// Settings of `strata tune` beyond the kernel and shape.
@@ -24,6 +30,8 @@ pub struct TuneSettings {
     pub timeout: f64,
     /// The code generator of every candidate (one this build has).
     pub backend: strata::Backend,
+    /// Print the final summary as one JSON object instead of text and the report.
+    pub json: bool,
 }
 
 pub fn tune(
@@ -65,11 +73,110 @@ pub fn tune(
     };
     let result = strata::tuner::tune(&db, kernel, source, sizes, &options)
         .map_err(|e| format!("error: {e}"))?;
-    crate::print_out(&format!(
-        "stopped: {} after {} trials",
-        result.stop, result.trials
-    ))?;
-    report(db_path, Some(&kernel.name), false, None)
+    let key = strata::tuner::tune::tuning_key(kernel, sizes, settings.threads, settings.backend);
+    let entry = db
+        .report(Some(&kernel.name))
+        .map_err(|e| format!("error: {e}"))?
+        .into_iter()
+        .find(|e| same_key(&e.key, &key))
+        .ok_or_else(|| "error: the run's results are not in the report".to_string())?;
+    if settings.json {
+        let summary = summary_json(&result, &entry);
+        return crate::print_out(
+            &serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?,
+        );
+    }
+    crate::print_out(&summary_text(&result, &entry))?;
+    crate::print_out(&format!("{}\n{}", text_entry(&entry), notes()))
+}
+
+/// Whether two keys name the same results (the kernel's name is not part of the identity).
+fn same_key(a: &TuningKey, b: &TuningKey) -> bool {
+    a.kernel_hash == b.kernel_hash
+        && a.shape == b.shape
+        && a.target == b.target
+        && a.backend == b.backend
+}
+
+/// The run's summary: why it stopped, its trials, its search and confirmed times with their
+/// trials, and the database's winner (which may be an earlier run's).
+fn summary_text(r: &TuneResult, e: &ReportEntry) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "stopped: {} after {} trials in {:.1} s (run {})",
+        r.stop, r.trials, r.elapsed_s, r.run_id
+    );
+    let _ = writeln!(
+        s,
+        "  default schedule: search {}, confirmed {}",
+        ms(r.default_seconds),
+        ms(r.default_confirmed)
+    );
+    let _ = writeln!(s, "  search best: {}", run_trial(r.search_best.as_ref()));
+    let _ = writeln!(
+        s,
+        "  confirmed best: {} (re-measured in a fresh worker)",
+        run_trial(r.confirmed_best.as_ref())
+    );
+    let _ = write!(s, "  winner in the database: {}", winner_text(e));
+    s
+}
+
+/// `0.0958 ms (trial 4)`, or `-`.
+fn run_trial(t: Option<&TrialTime>) -> String {
+    t.map_or("-".into(), |t| {
+        format!("{} (trial {})", ms(Some(t.seconds)), t.trial)
+    })
+}
+
+/// `0.0958 ms, confirmed, run 1 trial 4; speedup 16.49x over the default's 1.58 ms (confirmed)`.
+fn winner_text(e: &ReportEntry) -> String {
+    let Some(w) = &e.winner else {
+        return "none".into();
+    };
+    let how = if w.remeasured {
+        "confirmed"
+    } else {
+        "search time, not confirmed"
+    };
+    let speedup = e.speedup.map_or("-".into(), |x| format!("{x:.2}x"));
+    format!(
+        "{} ({how}), run {} trial {}; speedup {speedup} over the default's {}; {}",
+        ms(Some(w.median_s)),
+        w.run_id,
+        w.trial,
+        ms(e.default_median_s),
+        throughput(e)
+    )
+}
+
+/// What the numbers mean: the trial count and the winner rule, said once under every report.
+fn notes() -> String {
+    format!(
+        "notes: {TRIAL_DEFINITION}.\n  {WINNER_RULE}; the speedup divides the default's time \
+         (confirmed when it was re-measured) by the winner's."
+    )
+}
+
+/// `strata tune --json`: this run's numbers and the report entry of its key.
+fn summary_json(r: &TuneResult, e: &ReportEntry) -> serde_json::Value {
+    serde_json::json!({
+        "run": {
+            "run_id": r.run_id,
+            "stop": r.stop.to_string(),
+            "trials": r.trials,
+            "elapsed_s": r.elapsed_s,
+            "default_search_s": r.default_seconds,
+            "default_confirmed_s": r.default_confirmed,
+            "search_best": r.search_best,
+            "confirmed_best": r.confirmed_best,
+            "failures": r.failures,
+        },
+        "report": e,
+        "trial_definition": TRIAL_DEFINITION,
+        "winner_rule": WINNER_RULE,
+    })
 }
 
 /// Prints the report of every (or one) kernel: text, JSON, and optionally an HTML page.
@@ -93,11 +200,12 @@ pub fn report(
         ))?;
     } else {
         let texts: Vec<String> = entries.iter().map(text_entry).collect();
-        crate::print_out(&texts.join("\n"))?;
+        crate::print_out(&format!("{}\n{}", texts.join("\n"), notes()))?;
     }
     if let Some(path) = html {
         let nests: Vec<String> = entries.iter().map(|e| winner_loop_nest(&db, e)).collect();
-        let page = html_page(&entries, &nests);
+        let peak = html::Peak::measure_if_useful(&entries);
+        let page = html::page(&db, &entries, &nests, peak.as_ref());
         db.write_output(path, |out| Ok(out.write_all(page.as_bytes())?))
             .map_err(|e| format!("error: {e}"))?;
         crate::print_out(&format!("wrote {}", path.display()))?;
@@ -132,14 +240,22 @@ fn text_entry(e: &ReportEntry) -> String {
         e.key.target,
         printable(&e.key.backend)
     );
-    let _ = writeln!(s, "  default schedule: {}", ms(e.default_median_s));
-    let speedup = e.speedup.map_or("-".into(), |x| format!("{x:.2}x"));
     let _ = writeln!(
         s,
-        "  best: {}  speedup {speedup}  {}",
-        ms(e.best_median_s),
-        throughput(e)
+        "  default schedule: search {}, confirmed {}",
+        ms(e.default_search_s),
+        ms(e.default_confirmed_s)
     );
+    let search_best = e.search_best.as_ref().map_or("-".into(), |t| {
+        format!(
+            "{} (run {} trial {})",
+            ms(Some(t.median_s)),
+            t.run_id,
+            t.trial
+        )
+    });
+    let _ = writeln!(s, "  search best: {search_best}");
+    let _ = writeln!(s, "  winner: {}", winner_text(e));
     let failures: Vec<String> = e
         .failures
         .iter()
@@ -224,99 +340,6 @@ fn kernel_of(source: &str, name: &str, hash: &str) -> Result<Pipeline, String> {
         ));
     }
     Ok(kernel)
-}
-
-/// One self-contained page: per kernel and shape, the best-so-far curve against trials, the
-/// distribution of candidate times, the winning schedule and its loop nest.
-fn html_page(entries: &[ReportEntry], nests: &[String]) -> String {
-    let mut page = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>strata tuning report</title><style>body{font-family:sans-serif;margin:2em}pre{background:#f4f4f4;padding:1em}svg{border:1px solid #ccc;margin-right:1em}</style></head><body><h1>strata tuning report</h1>");
-    for (e, nest) in entries.iter().zip(nests) {
-        let _ = write!(page, "<h2>{} &mdash; {}</h2><p>target {}, backend {}<br>default {}, best {}, speedup {}, {}<br>trials {}, runs {}</p>",
-            escape(&e.key.kernel_name), escape(&e.key.shape), escape(&e.key.target.to_string()), escape(&e.key.backend), ms(e.default_median_s), ms(e.best_median_s),
-            e.speedup.map_or("-".into(), |x| format!("{x:.2}x")), throughput(e), e.trials, e.runs);
-        page.push_str(&best_so_far_svg(&e.series));
-        page.push_str(&histogram_svg(&e.series));
-        let _ = write!(
-            page,
-            "<h3>winning schedule</h3><pre>{}</pre>",
-            escape(e.best_schedule.as_deref().unwrap_or(""))
-        );
-        let _ = write!(page, "<h3>its loop nest</h3><pre>{}</pre>", escape(nest));
-    }
-    page.push_str("</body></html>");
-    page
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-const W: f64 = 420.0;
-const H: f64 = 220.0;
-
-/// The best time so far (log scale) against the trial number.
-fn best_so_far_svg(series: &[(u64, f64)]) -> String {
-    let mut best = f64::INFINITY;
-    let points: Vec<(f64, f64)> = series
-        .iter()
-        .enumerate()
-        .map(|(i, &(_, t))| {
-            best = best.min(t);
-            (i as f64, best.ln())
-        })
-        .collect();
-    let mut svg = format!("<svg width=\"{W}\" height=\"{H}\"><text x=\"8\" y=\"16\">best time so far (log) vs trial</text>");
-    if let (Some(&(_, first)), Some(&(last_x, last))) = (points.first(), points.last()) {
-        let (lo, hi) = (last.min(first), first.max(last) + 1e-9);
-        let x = |v: f64| 10.0 + v / last_x.max(1.0) * (W - 20.0);
-        let y = |v: f64| H - 10.0 - (v - lo) / (hi - lo).max(1e-9) * (H - 40.0);
-        let path: Vec<String> = points
-            .iter()
-            .map(|&(a, b)| format!("{:.1},{:.1}", x(a), y(b)))
-            .collect();
-        let _ = write!(
-            svg,
-            "<polyline fill=\"none\" stroke=\"#36c\" stroke-width=\"2\" points=\"{}\"/>",
-            path.join(" ")
-        );
-    }
-    svg.push_str("</svg>");
-    svg
-}
-
-/// How many candidates fell in each band of log(time).
-fn histogram_svg(series: &[(u64, f64)]) -> String {
-    const BINS: usize = 20;
-    let logs: Vec<f64> = series.iter().map(|&(_, t)| t.ln()).collect();
-    let mut svg = format!("<svg width=\"{W}\" height=\"{H}\"><text x=\"8\" y=\"16\">candidate times (log), {} candidates</text>", logs.len());
-    let (lo, hi) = logs
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
-            (a.min(v), b.max(v))
-        });
-    if lo.is_finite() {
-        let mut counts = [0usize; BINS];
-        for v in &logs {
-            let bin = (((v - lo) / (hi - lo).max(1e-9)) * (BINS as f64 - 1.0)).round() as usize;
-            counts[bin.min(BINS - 1)] += 1;
-        }
-        let top = *counts.iter().max().unwrap_or(&1) as f64;
-        let bar_w = (W - 20.0) / BINS as f64;
-        for (i, &c) in counts.iter().enumerate() {
-            let h = c as f64 / top * (H - 40.0);
-            let _ = write!(
-                svg,
-                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"#6a4\"/>",
-                10.0 + i as f64 * bar_w,
-                H - 10.0 - h,
-                bar_w - 1.0
-            );
-        }
-    }
-    svg.push_str("</svg>");
-    svg
 }
 
 pub fn export(db_path: &Path, out: Option<&Path>) -> Result<(), String> {

@@ -436,7 +436,7 @@ fn a_killed_tuner_loses_nothing_and_the_next_run_resumes() {
     let at_kill = runs(db.path());
     assert_eq!(
         reported[0].trials as usize,
-        at_kill[0].1.iter().filter(|m| !m.remeasured).count(),
+        search(&at_kill[0].1).len(),
         "the report after the kill (WAL left: {wal_left})"
     );
     assert_eq!(integrity(db.path()), "ok");
@@ -488,7 +488,7 @@ fn a_killed_tuner_loses_nothing_and_the_next_run_resumes() {
         e.trials as usize,
         after
             .iter()
-            .map(|(_, ms)| ms.iter().filter(|m| !m.remeasured).count())
+            .map(|(_, ms)| search(ms).len())
             .sum::<usize>()
     );
     eprintln!(

@@ -1,9 +1,16 @@
-//! The tuning driver: measures the default schedule, then candidates from a strategy until the
-//! budget (trials, time, or Ctrl-C) runs out, each in a worker process and each recorded in the
-//! tuning database as it is made (a candidate interrupted by Ctrl-C is not: a resumed run
-//! measures it); re-measures the best few in a fresh worker; ends with a stop reason. A kernel
-//! and shape tuned before continue where they left off: measured schedules are skipped and the
-//! search starts from the database's best.
+//! The tuning driver: computes the reference answer, measures the default schedule, then
+//! candidates from a strategy until the budget (trials, time, or Ctrl-C) runs out, each in a
+//! worker process and each recorded in the tuning database as it is made (a candidate
+//! interrupted by Ctrl-C or cut off by the time budget is not: a resumed run measures it);
+//! re-measures the best few and the default in a fresh worker (their confirmed times); ends
+//! with a stop reason. A kernel and shape tuned before continue where they left off: measured
+//! schedules are skipped and the search starts from the database's best.
+//!
+//! Trials are counted as [`strata_tuning_db::TRIAL_DEFINITION`] says: search candidates only,
+//! numbered 1, 2, … in their run; the default schedule is trial 0, and a re-measurement
+//! carries the number of the trial it confirms. A time budget bounds the whole run: the
+//! reference answer, the default, the search and the re-measurement (the search stops early
+//! enough to leave time to confirm its best; what still does not fit is skipped).
 
 use crate::space::{schedule_hash, Genome, Space};
 use crate::strategy::{Candidate, Searcher, StrategyKind};
@@ -12,10 +19,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 use strata_dsl::random::random_args;
-use strata_dsl::{Pipeline, Sizes};
+use strata_dsl::{Args, Buffer, Pipeline, Sizes, Work};
 use strata_jit::Backend;
 use strata_scheduler::lower::lift_reductions::lift_reductions;
 use strata_scheduler::schedule::validate::validate;
@@ -110,15 +117,64 @@ pub enum TuneError {
     Setup(String),
 }
 
-/// What a run found.
+/// One measurement of this run, named by its trial.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct TrialTime {
+    /// The trial number in the run (0: the default schedule).
+    pub trial: u64,
+    /// Median seconds per call.
+    pub seconds: f64,
+    /// The schedule, as text (empty: the default).
+    pub schedule: String,
+}
+
+/// What a run found. Search times come from the worker that measured the search, confirmed
+/// times from the fresh worker of the end; the two differ by noise and by the worker's
+/// state, and re-measurement may reorder close candidates.
 #[derive(Clone, Debug)]
 pub struct TuneResult {
     pub run_id: i64,
     pub stop: StopReason,
+    /// This run's trials ([`strata_tuning_db::TRIAL_DEFINITION`]).
     pub trials: u64,
+    /// Seconds the whole run took, the reference answer and the re-measurement included.
+    pub elapsed_s: f64,
+    /// The default schedule's search time (trial 0).
     pub default_seconds: Option<f64>,
+    /// The default schedule's confirmed time.
+    pub default_confirmed: Option<f64>,
+    /// This run's fastest search measurement (the default's included).
+    pub search_best: Option<TrialTime>,
+    /// This run's fastest confirmed measurement (the default's included).
+    pub confirmed_best: Option<TrialTime>,
+    /// The database's winner after this run (it may be an earlier run's): schedule, time.
     pub best: Option<(String, f64)>,
+    /// The winner's row, with its run id and trial ([`strata_tuning_db::WINNER_RULE`]).
+    pub winner: Option<Winner>,
+    /// Failed trials by kind.
     pub failures: BTreeMap<String, u64>,
+}
+
+/// One timed measurement of this run, as the session remembers it.
+#[derive(Clone, Debug)]
+struct Timed {
+    seconds: f64,
+    schedule: String,
+    genome: Genome,
+    trial: u64,
+    /// How long measuring it took, compiling included (to budget its re-measurement).
+    wall: Duration,
+}
+
+/// What kind of measurement [`Session::measure`] makes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    /// The default schedule, trial 0.
+    Default,
+    /// The next search trial.
+    Search,
+    /// A re-measurement in the fresh worker of the run's end, of the given trial.
+    Confirm(u64),
 }
 
 /// Everything one run needs while it searches.
@@ -129,10 +185,19 @@ struct Session<'a> {
     setup: Setup,
     worker: Option<Worker>,
     trials: u64,
+    /// When the run started (before the reference answer) and when its time budget ends.
+    started: Instant,
+    deadline: Option<Instant>,
+    /// A measurement was cut off (or not started) because the time budget ran out.
+    budget_hit: bool,
+    /// The fastest search time so far, the database's best of earlier runs included (the
+    /// cutoff for slow candidates).
     best_seconds: Option<f64>,
     failures: BTreeMap<String, u64>,
-    /// (seconds, schedule text, genome) of every timed candidate of this run.
-    timed: Vec<(f64, String, Genome)>,
+    /// Every timed search measurement of this run (the default's included).
+    timed: Vec<Timed>,
+    /// Every confirmed measurement of this run.
+    confirmed: Vec<Timed>,
     /// One call's floating-point operations and bytes, for the throughput shown while tuning.
     work: (u64, u64),
 }
@@ -215,8 +280,11 @@ pub fn tune(
         let why = strata_jit::CodegenError::NotBuilt(options.backend);
         return Err(TuneError::Setup(why.to_string()));
     }
+    let started = Instant::now();
+    let deadline = options.time.map(|t| started + t);
     let key = tuning_key(pipeline, sizes, options.threads, options.backend);
-    let (setup, float_ops, bytes, expected_file) = prepare(pipeline, source, sizes, options)?;
+    let (setup, float_ops, bytes, expected_file) =
+        prepare(pipeline, source, sizes, options, deadline)?;
     let run = NewRun {
         key: key.clone(),
         kernel_source: source.to_string(),
@@ -237,9 +305,13 @@ pub fn tune(
         setup,
         worker: None,
         trials: 0,
+        started,
+        deadline,
+        budget_hit: false,
         best_seconds: None,
         failures: BTreeMap::new(),
         timed: Vec::new(),
+        confirmed: Vec::new(),
         work: (float_ops, bytes),
     };
     // The expected answer stays until the re-measurement's fresh worker has read it.
@@ -249,17 +321,48 @@ pub fn tune(
     drop(expected_file);
     let (stop, default_seconds) = result?;
     db.finish_run(run_id, &stop.to_string(), &now_rfc3339())?;
-    let best = db
-        .best(&key)?
-        .and_then(|(m, _)| m.median_s.map(|t| (m.schedule, t)));
+    let winner = db.best(&key)?.map(|(measurement, run_id)| Winner {
+        measurement,
+        run_id,
+    });
+    let best = winner.as_ref().and_then(|w| {
+        let m = &w.measurement;
+        m.median_s.map(|t| (m.schedule.clone(), t))
+    });
+    let fastest = |timed: &[Timed]| {
+        timed
+            .iter()
+            .min_by(|a, b| a.seconds.total_cmp(&b.seconds).then(a.trial.cmp(&b.trial)))
+            .map(Timed::trial_time)
+    };
+    let default_confirmed = session
+        .confirmed
+        .iter()
+        .find(|t| t.trial == 0)
+        .map(|t| t.seconds);
     Ok(TuneResult {
         run_id,
         stop,
         trials: session.trials,
+        elapsed_s: started.elapsed().as_secs_f64(),
         default_seconds,
+        default_confirmed,
+        search_best: fastest(&session.timed),
+        confirmed_best: fastest(&session.confirmed),
         best,
+        winner,
         failures: session.failures,
     })
+}
+
+impl Timed {
+    fn trial_time(&self) -> TrialTime {
+        TrialTime {
+            trial: self.trial,
+            seconds: self.seconds,
+            schedule: self.schedule.clone(),
+        }
+    }
 }
 
 /// Computes the reference answer once, for every worker to check against.
@@ -268,11 +371,11 @@ fn prepare(
     source: &str,
     sizes: &Sizes,
     options: &TuneOptions,
+    deadline: Option<Instant>,
 ) -> Result<(Setup, u64, u64, ExpectedFile), TuneError> {
     let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(options.seed);
     let args = random_args(pipeline, sizes, &mut rng).map_err(TuneError::Setup)?;
-    let (expected, work) = strata_dsl::evaluate_counting(pipeline, &args)
-        .map_err(|e| TuneError::Setup(format!("the reference evaluator failed: {e}")))?;
+    let (expected, work) = reference_answer(pipeline, &args, options, deadline)?;
     let bytes = args
         .buffers
         .values()
@@ -293,6 +396,76 @@ fn prepare(
         min_time_s: options.min_time.as_secs_f64(),
     };
     Ok((setup, work.float_ops, bytes as u64, file))
+}
+
+/// How often a wait for the reference answer looks at the clock and at Ctrl-C.
+const REFERENCE_POLL: Duration = Duration::from_millis(100);
+
+/// The reference evaluator's answer (and its work count) for `args`, computed on its own
+/// thread so that the time budget and Ctrl-C bound the wait, with a spinner while it runs
+/// (the evaluator interprets every point: minutes for a large matmul). When the budget runs
+/// out or Ctrl-C comes first, the run ends before anything is measured; the thread is left to
+/// finish on its own (the command exits; a library caller's process keeps it until then).
+fn reference_answer(
+    pipeline: &Pipeline,
+    args: &Args,
+    options: &TuneOptions,
+    deadline: Option<Instant>,
+) -> Result<(Buffer, Work), TuneError> {
+    let (send, answer) = mpsc::channel();
+    let (pipeline, args) = (pipeline.clone(), args.clone());
+    std::thread::Builder::new()
+        .name("strata-reference".into())
+        .spawn(move || {
+            let _ = send.send(strata_dsl::evaluate_counting(&pipeline, &args));
+        })
+        .map_err(|e| TuneError::Setup(format!("cannot start the reference evaluator: {e}")))?;
+    let spinner = reference_spinner(options.progress);
+    let started = Instant::now();
+    let result = loop {
+        match answer.recv_timeout(REFERENCE_POLL) {
+            Ok(result) => {
+                break result.map_err(|e| format!("the reference evaluator failed: {e}"));
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                break Err("the reference evaluator stopped without an answer".into());
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let waited = started.elapsed().as_secs_f64();
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break Err(format!(
+                "the time budget ran out after {waited:.1} s while the reference evaluator \
+                 was computing the expected answer, before any schedule was measured: give \
+                 --time more seconds or tune a smaller shape"
+            ));
+        }
+        if options.stop.load(Ordering::SeqCst) {
+            break Err(format!(
+                "interrupted after {waited:.1} s while the reference evaluator was computing \
+                 the expected answer, before any schedule was measured"
+            ));
+        }
+    };
+    spinner.finish_and_clear();
+    result.map_err(TuneError::Setup)
+}
+
+/// A spinner saying the reference answer is being computed (hidden without progress, and
+/// by indicatif when stderr is not a terminal).
+fn reference_spinner(progress: bool) -> ProgressBar {
+    if !progress {
+        return ProgressBar::hidden();
+    }
+    let spinner = ProgressBar::new_spinner();
+    let style = ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] computing the reference answer with the evaluator \
+         (every candidate is checked against it; slow for large shapes)",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_spinner());
+    spinner.set_style(style);
+    spinner.enable_steady_tick(Duration::from_millis(200));
+    spinner
 }
 
 /// The reference answer, in a file for the workers to read (`strata-expected-*.bin` in
@@ -396,13 +569,13 @@ impl Session<'_> {
         let bar = self.progress_bar();
         let start = Instant::now();
         let stop = loop {
-            if let Some(reason) = self.budget_spent(start) {
+            if let Some(reason) = self.budget_spent() {
                 break reason;
             }
             let Some(candidate) = searcher.propose() else {
                 break StopReason::SpaceExhausted;
             };
-            let seconds = self.measure(&candidate, false, false)?;
+            let seconds = self.measure(&candidate, Kind::Search)?;
             searcher.observe(&candidate.genome, seconds);
             self.update_bar(&bar, default, start);
         };
@@ -410,17 +583,50 @@ impl Session<'_> {
         Ok((stop, default))
     }
 
-    fn budget_spent(&self, start: Instant) -> Option<StopReason> {
+    /// Why the search should stop now, if it should. With a time budget, it stops once what
+    /// is left would not cover re-measuring its best (see [`Session::confirm_reserve`]).
+    fn budget_spent(&self) -> Option<StopReason> {
         if self.options.stop.load(Ordering::SeqCst) {
             return Some(StopReason::Interrupted);
         }
         if let Some(n) = self.options.trials.filter(|&n| self.trials >= n) {
             return Some(StopReason::TrialBudget(n));
         }
-        match self.options.time {
-            Some(t) if start.elapsed() >= t => Some(StopReason::TimeBudget(t.as_secs_f64())),
-            _ => None,
+        let (Some(time), Some(deadline)) = (self.options.time, self.deadline) else {
+            return None;
+        };
+        // The next candidate is expected to take as long as the last one did: one that
+        // could not finish would be cut off and its time lost.
+        let next = self.timed.last().map_or(Duration::ZERO, |t| t.wall);
+        let end = Instant::now() + self.confirm_reserve(time) + next;
+        (self.budget_hit || end >= deadline).then(|| StopReason::TimeBudget(time.as_secs_f64()))
+    }
+
+    /// The time to keep for the final re-measurement: what measuring the schedules it would
+    /// re-measure took in the search, at most a quarter of the budget (the search is the
+    /// point; a re-measurement that does not fit is skipped, best first kept).
+    fn confirm_reserve(&self, budget: Duration) -> Duration {
+        let expected: Duration = self.to_confirm().iter().map(|t| t.wall).sum();
+        expected.min(budget / 4)
+    }
+
+    /// The measurements the run's end re-measures, in that order: the fastest search
+    /// schedule, the default (the baseline, measured the same way), then the next fastest
+    /// up to [`REMEASURE`] candidates.
+    fn to_confirm(&self) -> Vec<Timed> {
+        let mut timed = self.timed.clone();
+        timed.sort_by(|a, b| a.seconds.total_cmp(&b.seconds).then(a.trial.cmp(&b.trial)));
+        timed.dedup_by(|a, b| a.schedule == b.schedule);
+        let default = timed.iter().find(|t| t.schedule.is_empty()).cloned();
+        let mut chosen: Vec<Timed> = timed
+            .into_iter()
+            .filter(|t| !t.schedule.is_empty())
+            .take(REMEASURE)
+            .collect();
+        if let Some(default) = default {
+            chosen.insert(chosen.len().min(1), default);
         }
+        chosen
     }
 
     /// Measures the default schedule: every run does, as the baseline measured beside its
@@ -435,33 +641,58 @@ impl Session<'_> {
             schedule,
         };
         searcher.mark_seen(&candidate.hash);
-        let seconds = self.measure(&candidate, true, false)?;
+        let seconds = self.measure(&candidate, Kind::Default)?;
         searcher.observe(&candidate.genome, seconds);
         Ok(seconds)
     }
 
+    /// How long the next measurement may take: the per-candidate timeout, or what is left
+    /// of the time budget when that is less (`true` then).
+    fn time_limit(&self) -> (Duration, bool) {
+        let left = self
+            .deadline
+            .map(|d| d.saturating_duration_since(Instant::now()));
+        match left {
+            Some(left) if left < self.options.timeout => (left, true),
+            _ => (self.options.timeout, false),
+        }
+    }
+
     /// Measures one candidate in the worker (starting one if needed) and records the result.
-    fn measure(
-        &mut self,
-        c: &Candidate,
-        is_default: bool,
-        remeasured: bool,
-    ) -> Result<Option<f64>, TuneError> {
+    /// `None` for a failure, and for a measurement not recorded: interrupted, or cut off by
+    /// the time budget (not the candidate's doing: a resumed run measures it again).
+    fn measure(&mut self, c: &Candidate, kind: Kind) -> Result<Option<f64>, TuneError> {
         let cutoff = self.best_seconds.map(|b| b * 20.0);
         let request = Request {
             schedule: c.schedule.to_string(),
             cutoff_s: cutoff,
         };
-        // Ctrl-C abandons a search candidate at once; the final re-measurement runs on.
-        let outcome = self.run_in_worker(&request, !remeasured);
-        if self.interrupted(&outcome) {
-            // Not the candidate's doing: unrecorded, so a resumed run measures it again.
+        let (limit, by_budget) = self.time_limit();
+        if by_budget && limit.is_zero() {
+            self.budget_hit = true;
             return Ok(None);
         }
-        self.trials += u64::from(!is_default && !remeasured);
+        // Ctrl-C abandons a search candidate at once; the final re-measurement runs on.
+        let began = Instant::now();
+        let outcome = self.run_in_worker(&request, !kind.confirms(), limit);
+        let wall = began.elapsed();
+        if self.interrupted(&outcome) {
+            return Ok(None);
+        }
+        if by_budget && matches!(outcome, Outcome::Timeout(_)) {
+            self.budget_hit = true;
+            return Ok(None);
+        }
+        let trial = match kind {
+            Kind::Default => 0,
+            Kind::Search => {
+                self.trials += 1;
+                self.trials
+            }
+            Kind::Confirm(trial) => trial,
+        };
         let (status, timing) = status_of(&outcome);
-        if let Status::Ok = status {
-        } else {
+        if !status.is_ok() && !kind.confirms() {
             *self
                 .failures
                 .entry(status_kind(&status).to_string())
@@ -469,13 +700,31 @@ impl Session<'_> {
         }
         let seconds = timing.map(|t| t.0);
         if let Some(t) = seconds {
-            self.best_seconds = Some(self.best_seconds.map_or(t, |b| b.min(t)));
-            self.timed
-                .push((t, request.schedule.clone(), c.genome.clone()));
+            let timed = Timed {
+                seconds: t,
+                schedule: request.schedule.clone(),
+                genome: c.genome.clone(),
+                trial,
+                wall,
+            };
+            if kind.confirms() {
+                self.confirmed.push(timed);
+            } else {
+                self.best_seconds = Some(self.best_seconds.map_or(t, |b| b.min(t)));
+                self.timed.push(timed);
+            }
         }
-        let settings = serde_json::json!({ "min_time_s": self.options.min_time.as_secs_f64(), "threads": self.options.threads, "cutoff_s": cutoff, "genome": c.genome });
+        let settings = serde_json::json!({
+            "min_time_s": self.options.min_time.as_secs_f64(),
+            "threads": self.options.threads,
+            "cutoff_s": cutoff,
+            "genome": c.genome,
+            // Seconds since the run started (the reference answer included): the report's
+            // time axis.
+            "elapsed_s": self.started.elapsed().as_secs_f64(),
+        });
         let m = Measurement {
-            trial: self.trials,
+            trial,
             schedule: request.schedule,
             schedule_hash: c.hash.clone(),
             status,
@@ -484,8 +733,8 @@ impl Session<'_> {
             max_s: timing.map(|t| t.2),
             runs: timing.map_or(0, |t| t.3),
             settings: settings.to_string(),
-            is_default,
-            remeasured,
+            is_default: kind == Kind::Default || (kind.confirms() && trial == 0),
+            remeasured: kind.confirms(),
             measured_at: now_rfc3339(),
         };
         self.db.record(self.run_id, &m)?;
@@ -505,7 +754,12 @@ impl Session<'_> {
         }
     }
 
-    fn run_in_worker(&mut self, request: &Request, interruptible: bool) -> Outcome {
+    fn run_in_worker(
+        &mut self,
+        request: &Request,
+        interruptible: bool,
+        limit: Duration,
+    ) -> Outcome {
         if self.worker.is_none() {
             match Worker::start(&self.options.worker, self.options.backend, &self.setup) {
                 Ok(w) => self.worker = Some(w),
@@ -516,7 +770,7 @@ impl Session<'_> {
             return Outcome::Crash("no worker".into());
         };
         let interrupt = interruptible.then_some(&*self.options.stop);
-        match worker.measure(request, self.options.timeout, interrupt) {
+        match worker.measure(request, limit, interrupt) {
             Ok(outcome) => outcome,
             Err(outcome) => {
                 self.worker = None; // it crashed or was killed: the next candidate gets a new one
@@ -525,71 +779,89 @@ impl Session<'_> {
         }
     }
 
-    /// Re-measures the best schedules of this run in a fresh worker.
+    /// Re-measures this run's best schedules and the default in a fresh worker, best first,
+    /// as long as the time budget lasts.
     fn remeasure_best(&mut self) -> Result<(), TuneError> {
         self.worker = None;
-        let mut timed = self.timed.clone();
-        timed.sort_by(|a, b| a.0.total_cmp(&b.0));
-        timed.dedup_by(|a, b| a.1 == b.1);
-        // The default schedule (empty text) is re-measured too: the winner is compared with a
-        // baseline measured the same way.
-        let default = timed.iter().find(|t| t.1.is_empty()).cloned();
-        let mut chosen: Vec<_> = timed
-            .into_iter()
-            .filter(|t| !t.1.is_empty())
-            .take(REMEASURE)
-            .collect();
-        chosen.extend(default);
-        for (_, text, genome) in chosen {
-            let Ok(schedule) = strata_scheduler::schedule::text::parse_schedule(&text) else {
+        let chosen = self.to_confirm();
+        let spinner = self.confirm_spinner(chosen.len());
+        for t in chosen {
+            let Ok(schedule) = strata_scheduler::schedule::text::parse_schedule(&t.schedule) else {
                 continue;
             };
             let hash = schedule_hash(&schedule);
             // The real genome, so a later run that resumes from this (preferred) row can
             // evolve from it.
-            let is_default = text.is_empty();
-            self.measure(
-                &Candidate {
-                    genome,
-                    schedule,
-                    hash,
-                },
-                is_default,
-                true,
-            )?;
+            let candidate = Candidate {
+                genome: t.genome,
+                schedule,
+                hash,
+            };
+            self.measure(&candidate, Kind::Confirm(t.trial))?;
+            spinner.inc(1);
+            if self.budget_hit {
+                break;
+            }
         }
+        spinner.finish_and_clear();
         Ok(())
+    }
+
+    fn confirm_spinner(&self, n: usize) -> ProgressBar {
+        if !self.options.progress {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::new(n as u64);
+        let style = ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] confirming: re-measuring the best and the default \
+             in a fresh worker {pos}/{len}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
     }
 
     fn progress_bar(&self) -> ProgressBar {
         if !self.options.progress {
             return ProgressBar::hidden();
         }
-        let bar = match self.options.trials {
-            Some(n) => ProgressBar::new(n),
-            None => ProgressBar::new_spinner(),
+        let (bar, template) = match self.options.trials {
+            Some(n) => (
+                ProgressBar::new(n),
+                "{spinner} [{elapsed_precise}] trials {pos}/{len} {msg} (eta {eta})",
+            ),
+            None => (
+                ProgressBar::new_spinner(),
+                "{spinner} [{elapsed_precise}] trials {pos} {msg}",
+            ),
         };
-        let style = ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] trials {pos}/{len} {msg} (eta {eta})",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        let style =
+            ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
         bar
     }
 
+    /// The bar's message: this run's search best (with its trial; the cutoff's best may be
+    /// an earlier run's, so it is not what is shown), its speedup over the default's search
+    /// time, the rate and the failures.
     fn update_bar(&self, bar: &ProgressBar, default: Option<f64>, start: Instant) {
         bar.set_position(self.trials);
-        let best = self.best_seconds.map_or("-".to_string(), |b| {
+        let fastest = self
+            .timed
+            .iter()
+            .min_by(|a, b| a.seconds.total_cmp(&b.seconds));
+        let best = fastest.map_or("-".to_string(), |b| {
             let (flops, bytes) = self.work;
             let rate = if flops > 0 {
-                format!("{:.2} GFLOP/s", flops as f64 / b / 1e9)
+                format!("{:.2} GFLOP/s", flops as f64 / b.seconds / 1e9)
             } else {
-                format!("{:.2} GB/s", bytes as f64 / b / 1e9)
+                format!("{:.2} GB/s", bytes as f64 / b.seconds / 1e9)
             };
-            format!("{:.3} ms, {rate}", b * 1e3)
+            format!("{:.4} ms (trial {}), {rate}", b.seconds * 1e3, b.trial)
         });
-        let speedup = match (default, self.best_seconds) {
-            (Some(d), Some(b)) if b > 0.0 => format!("{:.1}x", d / b),
+        let speedup = match (default, fastest) {
+            (Some(d), Some(b)) if b.seconds > 0.0 => format!("{:.2}x", d / b.seconds),
             _ => "-".to_string(),
         };
         let per_minute = self.trials as f64 / start.elapsed().as_secs_f64().max(1e-9) * 60.0;
@@ -599,13 +871,20 @@ impl Session<'_> {
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
         bar.set_message(format!(
-            "best {best} ({speedup} over default), {per_minute:.0}/min, failures: {}",
+            "search best {best} ({speedup} over default), {per_minute:.0}/min, failures: {}",
             if failures.is_empty() {
                 "none".into()
             } else {
                 failures.join(", ")
             }
         ));
+    }
+}
+
+impl Kind {
+    /// Whether this is a re-measurement.
+    fn confirms(self) -> bool {
+        matches!(self, Kind::Confirm(_))
     }
 }
 

@@ -199,7 +199,7 @@ impl Db {
         let why = match kind {
             FileKind::Strata(v) if *v == SCHEMA_VERSION => return Ok(()),
             FileKind::Strata(v) => match schema::reader_views(*v) {
-                Some(views) => return self.conn.execute_batch(views).map_err(|e| self.err(e)),
+                Some(views) => return self.conn.execute_batch(&views).map_err(|e| self.err(e)),
                 None => format!("has schema version {v}, older than {SCHEMA_VERSION}"),
             },
             _ => "is empty".to_string(),

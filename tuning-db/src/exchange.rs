@@ -246,11 +246,35 @@ impl Importer<'_> {
                     format!("trial {} of run {}: {why}", m.trial, run.uid),
                 )
             })?;
-        let trial = to_i64("trial", m.trial)?;
+        let trial = match m.remeasured {
+            true => self.search_trial(run_id, m)?,
+            false => to_i64("trial", m.trial)?,
+        };
         let added =
             insert_measurement_if_new(self.conn, run_id, trial, m).map_err(|e| self.db.err(e))?;
         self.added += added as u64;
         Ok(())
+    }
+
+    /// The trial number a re-measurement is stored under: its search trial's (the run's
+    /// row of the same schedule), as schema version 3 numbers them, so a stream an older
+    /// strata exported (re-measurements numbered after the run's last trial) imports
+    /// renumbered, and importing it twice still adds nothing. Its own number when the run
+    /// has no such row.
+    fn search_trial(&self, run_id: i64, m: &Measurement) -> Result<i64, DbError> {
+        let found: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT min(trial) FROM measurements
+                 WHERE run_id = ?1 AND schedule_hash = ?2 AND remeasured = 0",
+                rusqlite::params![run_id, m.schedule_hash],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.db.err(e))?;
+        match found {
+            Some(t) => Ok(t),
+            None => to_i64("trial", m.trial),
+        }
     }
 
     /// The local row id of the run with `uid`, and the run as the database holds it (a

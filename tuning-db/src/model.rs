@@ -233,6 +233,38 @@ pub struct Winner {
     pub run_id: i64,
 }
 
+/// How trials are counted, everywhere (the tuner's progress bar and summary, reports): a
+/// trial is one search candidate measured and recorded, failed ones included. The default
+/// schedule (the baseline every run measures first, trial 0) and the final re-measurements
+/// are not trials; a candidate abandoned by Ctrl-C or by the time budget is not recorded and
+/// not counted.
+pub const TRIAL_DEFINITION: &str = "a trial is one search candidate measured (failures \
+     included); the default schedule (trial 0) and the final re-measurements are not trials";
+
+/// How the winner is chosen ([`crate::Db::best`], [`crate::Db::winner`]), in words.
+pub const WINNER_RULE: &str = "the winner is the lowest median among confirmed measurements \
+     (re-measured in a fresh worker at the end of a run) of every run of this kernel, shape, \
+     target and backend; search measurements compete only when nothing was confirmed; ties go \
+     to the earlier run, then the lower trial";
+
+/// One measurement a report names: its run, its trial and its median.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialTime {
+    /// The run's id in this file.
+    pub run_id: i64,
+    /// The run's uid (what `strata db export` names it by).
+    pub run_uid: String,
+    /// The trial number in its run; a re-measurement has the number of the search trial it
+    /// confirms (0 is the default schedule).
+    pub trial: u64,
+    /// Median time per call, seconds.
+    pub median_s: f64,
+    /// The schedule's hash.
+    pub schedule_hash: String,
+    /// Whether this is a confirmed (re-measured in a fresh worker) time.
+    pub remeasured: bool,
+}
+
 /// What `strata report` shows for one (kernel hash, shape, target, backend).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReportEntry {
@@ -240,14 +272,23 @@ pub struct ReportEntry {
     pub key: TuningKey,
     /// Number of runs for this key.
     pub runs: u64,
-    /// Number of candidates measured in the search (re-measurements not counted).
+    /// Number of trials, as [`TRIAL_DEFINITION`] counts them, over every run.
     pub trials: u64,
     /// Number of failed search measurements by status kind (e.g. `crash` → 2); kinds with none are absent.
     pub failures: BTreeMap<String, u64>,
     /// The default schedule's median in seconds (its fastest `ok` measurement, re-measured preferred).
     pub default_median_s: Option<f64>,
-    /// The best median in seconds (as [`crate::Db::best`] picks it).
+    /// The default schedule's fastest search (first) measurement, seconds.
+    pub default_search_s: Option<f64>,
+    /// The default schedule's fastest confirmed (re-measured) time, seconds.
+    pub default_confirmed_s: Option<f64>,
+    /// The best median in seconds (as [`crate::Db::best`] picks it: the winner's).
     pub best_median_s: Option<f64>,
+    /// The winner ([`WINNER_RULE`]): its run, trial and time.
+    pub winner: Option<TrialTime>,
+    /// The fastest search measurement (not re-measured), which may differ from the winner:
+    /// re-measurement in a fresh worker can reorder close candidates.
+    pub search_best: Option<TrialTime>,
     /// The best schedule's text.
     pub best_schedule: Option<String>,
     /// The best schedule's hash.

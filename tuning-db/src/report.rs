@@ -7,7 +7,7 @@ use rusqlite::{named_params, Connection};
 
 use crate::db::Db;
 use crate::error::DbError;
-use crate::model::{ReportEntry, Target, TuningKey};
+use crate::model::{Measurement, ReportEntry, Target, TrialTime, TuningKey};
 use crate::query::{best_where, get_opt_u64, get_u64, key_params, KEY_WHERE};
 
 impl Db {
@@ -77,6 +77,9 @@ fn report_entry(conn: &Connection, key: &TuningKey) -> rusqlite::Result<ReportEn
     let best = best_where(conn, &key, "1")?;
     let default = best_where(conn, &key, "m.is_default = 1")?;
     let default_median_s = default.and_then(|(m, _)| m.median_s);
+    let default_time = |filter| -> rusqlite::Result<Option<f64>> {
+        Ok(best_where(conn, &key, filter)?.and_then(|(m, _)| m.median_s))
+    };
     let best_median_s = best.as_ref().and_then(|(m, _)| m.median_s);
     let speedup = match (default_median_s, best_median_s) {
         (Some(d), Some(b)) if b > 0.0 => Some(d / b),
@@ -88,11 +91,15 @@ fn report_entry(conn: &Connection, key: &TuningKey) -> rusqlite::Result<ReportEn
             conn,
             &key,
             "SELECT count(*) FROM measurements m JOIN runs r ON m.run_id = r.id \
-             WHERE {KEY} AND m.remeasured = 0",
+             WHERE {KEY} AND m.remeasured = 0 AND m.is_default = 0",
         )?,
         failures: failures(conn, &key)?,
         default_median_s,
+        default_search_s: default_time("m.is_default = 1 AND m.remeasured = 0")?,
+        default_confirmed_s: default_time("m.is_default = 1 AND m.remeasured = 1")?,
         best_median_s,
+        winner: trial_time(conn, best.as_ref())?,
+        search_best: trial_time(conn, best_where(conn, &key, "m.remeasured = 0")?.as_ref())?,
         best_schedule: best.as_ref().map(|(m, _)| m.schedule.clone()),
         best_schedule_hash: best.as_ref().map(|(m, _)| m.schedule_hash.clone()),
         speedup,
@@ -101,6 +108,28 @@ fn report_entry(conn: &Connection, key: &TuningKey) -> rusqlite::Result<ReportEn
         series: series(conn, &key)?,
         key,
     })
+}
+
+/// Names a ranked measurement by run and trial (`None` for none, or one without a time).
+fn trial_time(
+    conn: &Connection,
+    found: Option<&(Measurement, i64)>,
+) -> rusqlite::Result<Option<TrialTime>> {
+    let Some((m, run_id)) = found else {
+        return Ok(None);
+    };
+    let Some(median_s) = m.median_s else {
+        return Ok(None);
+    };
+    let run_uid = conn.query_row("SELECT uid FROM runs WHERE id = ?1", [run_id], |r| r.get(0))?;
+    Ok(Some(TrialTime {
+        run_id: *run_id,
+        run_uid,
+        trial: m.trial,
+        median_s,
+        schedule_hash: m.schedule_hash.clone(),
+        remeasured: m.remeasured,
+    }))
 }
 
 /// The kernel name, float ops and bytes of the key's latest run.
@@ -134,7 +163,8 @@ fn failures(conn: &Connection, key: &TuningKey) -> rusqlite::Result<BTreeMap<Str
     rows.collect()
 }
 
-/// `(trial, median_s)` of every `ok` search measurement: runs by start, then trial.
+/// `(trial, median_s)` of every `ok` search measurement (the default's included): runs by
+/// start, then trial.
 fn series(conn: &Connection, key: &TuningKey) -> rusqlite::Result<Vec<(u64, f64)>> {
     let sql = format!(
         "SELECT m.trial, m.median_s FROM measurements m JOIN runs r ON m.run_id = r.id

@@ -78,6 +78,22 @@ DROP INDEX runs_by_key;
 CREATE INDEX runs_by_key ON runs (kernel_hash, shape, cpu_model, features, threads, backend);
 "#;
 
+/// Version 3: a re-measured row carries the trial number of the search measurement it
+/// confirms (the same run's row of the same schedule), so a winner names the trial its
+/// schedule came from. Older tuners gave re-measurements the run's last trial number, which
+/// named another schedule. Only numbers change (`OR IGNORE` keeps a row whose new number
+/// would collide, as it was); no row is added or removed.
+const V3: &str = r#"
+UPDATE OR IGNORE measurements SET trial = (
+    SELECT min(s.trial) FROM measurements s
+    WHERE s.run_id = measurements.run_id AND s.schedule_hash = measurements.schedule_hash
+      AND s.remeasured = 0)
+WHERE remeasured = 1 AND EXISTS (
+    SELECT 1 FROM measurements s
+    WHERE s.run_id = measurements.run_id AND s.schedule_hash = measurements.schedule_hash
+      AND s.remeasured = 0);
+"#;
+
 /// The schema's history, oldest first; versions are 1, 2, 3, … in order. A step is never
 /// edited once released: files in the field were made by it.
 pub const MIGRATIONS: &[Migration] = &[
@@ -89,6 +105,10 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 2,
         sql: V2,
     },
+    Migration {
+        version: 3,
+        sql: V3,
+    },
 ];
 
 /// The schema version this build writes: the last migration's.
@@ -98,13 +118,26 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;
 /// [`SCHEMA_VERSION`]) as the current schema without writing it: temporary views, which
 /// SQLite finds before the file's own tables (the `temp` schema is searched first), so the
 /// readers' queries run unchanged. `None` when no such views are known for `from`.
-pub(crate) fn reader_views(from: i64) -> Option<&'static str> {
+pub(crate) fn reader_views(from: i64) -> Option<String> {
     match from {
         // Version 2 added `runs.backend`; every version-1 run was Cranelift's.
-        1 => Some("CREATE TEMP VIEW runs AS SELECT *, 'cranelift' AS backend FROM main.runs;"),
+        1 => Some(format!(
+            "CREATE TEMP VIEW runs AS SELECT *, 'cranelift' AS backend FROM main.runs; \
+             {RENUMBERED_VIEW}"
+        )),
+        2 => Some(RENUMBERED_VIEW.to_string()),
         _ => None,
     }
 }
+
+/// Version 3's renumbering of re-measurements, as a view of an older file.
+const RENUMBERED_VIEW: &str = "CREATE TEMP VIEW measurements AS SELECT m.id, m.run_id,
+    CASE WHEN m.remeasured = 1 THEN coalesce((SELECT min(s.trial) FROM main.measurements s
+        WHERE s.run_id = m.run_id AND s.schedule_hash = m.schedule_hash AND s.remeasured = 0),
+        m.trial) ELSE m.trial END AS trial,
+    m.schedule, m.schedule_hash, m.status, m.status_detail, m.median_s, m.min_s, m.max_s,
+    m.runs, m.settings, m.is_default, m.remeasured, m.measured_at
+    FROM main.measurements m;";
 
 /// What a file holds, as far as opening it is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,7 +235,7 @@ mod tests {
 
     /// A trivial version after the last, to exercise the mechanism.
     const TEST_NEXT: Migration = Migration {
-        version: 3,
+        version: 4,
         sql: "ALTER TABLE runs ADD COLUMN note TEXT; \
               CREATE TABLE tags (run_id INTEGER REFERENCES runs (id), tag TEXT);",
     };
@@ -223,24 +256,24 @@ mod tests {
     }
 
     #[test]
-    fn a_v2_database_migrates_to_the_next_version_keeping_its_rows() {
+    fn the_last_version_migrates_to_the_next_keeping_its_rows() {
         let conn = Connection::open_in_memory().unwrap();
-        migrate(&conn, 0, &MIGRATIONS[..2]).unwrap();
+        migrate(&conn, 0, MIGRATIONS).unwrap();
         conn.execute_batch(
             "INSERT INTO runs (uid, kernel_hash, kernel_name, kernel_source, shape, cpu_model,
                  features, threads, strata_version, strategy, seed, bytes, started_at)
              VALUES ('u', 'h', 'k', 'src', 'M=1', 'cpu', '', 1, '0.1.0', 'random', 7, 8, 't')",
         )
         .unwrap();
-        let steps = [MIGRATIONS[0], MIGRATIONS[1], TEST_NEXT];
-        assert_eq!(migrate(&conn, 2, &steps).unwrap(), 3);
-        assert_eq!(classify(&conn).unwrap(), FileKind::Strata(3));
+        let steps = [MIGRATIONS[0], MIGRATIONS[1], MIGRATIONS[2], TEST_NEXT];
+        assert_eq!(migrate(&conn, 3, &steps).unwrap(), 4);
+        assert_eq!(classify(&conn).unwrap(), FileKind::Strata(4));
         let note: Option<String> = conn
             .query_row("SELECT note FROM runs WHERE uid = 'u'", [], |r| r.get(0))
             .unwrap();
         assert_eq!(note, None);
-        // Already at 3: nothing to do.
-        assert_eq!(migrate(&conn, 3, &steps).unwrap(), 3);
+        // Already at 4: nothing to do.
+        assert_eq!(migrate(&conn, 4, &steps).unwrap(), 4);
     }
 
     /// Version 2 gives every run of a version-1 file the backend `cranelift`.
@@ -254,11 +287,89 @@ mod tests {
              VALUES ('u', 'h', 'k', 'src', 'M=1', 'cpu', '', 1, '0.1.0', 'random', 7, 8, 't')",
         )
         .unwrap();
-        assert_eq!(migrate(&conn, 1, MIGRATIONS).unwrap(), 2);
+        assert_eq!(migrate(&conn, 1, &MIGRATIONS[..2]).unwrap(), 2);
         let backend: String = conn
             .query_row("SELECT backend FROM runs WHERE uid = 'u'", [], |r| r.get(0))
             .unwrap();
         assert_eq!(backend, "cranelift");
+    }
+
+    /// A version-2 file's run 1: the default (trial 0) and trials 1..=3 searched, then trials
+    /// 2 and 0 re-measured under the old numbering (both as trial 3, the last); trial 1's
+    /// schedule re-measured twice (the second would collide once renumbered).
+    fn v2_with_old_remeasurements(conn: &Connection) {
+        migrate(conn, 0, &MIGRATIONS[..2]).unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (id, uid, kernel_hash, kernel_name, kernel_source, shape,
+                 cpu_model, features, threads, strata_version, strategy, seed, bytes, started_at)
+             VALUES (1, 'u', 'h', 'k', 'src', 'M=1', 'cpu', '', 1, '0.1.0', 'random', 7, 8, 't')",
+        )
+        .unwrap();
+        let rows = [
+            (0, "h0", 0, 0.9),
+            (1, "h1", 0, 0.5),
+            (2, "h2", 0, 0.4),
+            (3, "h3", 0, 0.6),
+            (3, "h2", 1, 0.45),
+            (3, "h0", 1, 0.95),
+            (3, "h1", 1, 0.5),
+            (4, "h1", 1, 0.55),
+        ];
+        for (trial, hash, remeasured, median) in rows {
+            conn.execute(
+                "INSERT INTO measurements (run_id, trial, schedule, schedule_hash, status,
+                     median_s, runs, settings, is_default, remeasured, measured_at)
+                 VALUES (1, ?1, '', ?2, 'ok', ?3, 1, '{}', ?2 = 'h0', ?4, 't')",
+                rusqlite::params![trial, hash, median, remeasured],
+            )
+            .unwrap();
+        }
+    }
+
+    /// (trial, hash) of every re-measured row of `table`, by median.
+    fn remeasured_trials(conn: &Connection, table: &str) -> Vec<(i64, String)> {
+        let sql = format!(
+            "SELECT trial, schedule_hash FROM {table} WHERE remeasured = 1 ORDER BY median_s"
+        );
+        let mut stmt = conn.prepare(&sql).unwrap();
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        rows.collect::<rusqlite::Result<_>>().unwrap()
+    }
+
+    /// Version 3 gives each re-measurement its search trial, keeps every row, and leaves a
+    /// row whose new number would collide with another's as it was.
+    #[test]
+    fn version_3_renumbers_remeasurements_to_their_search_trials() {
+        let conn = Connection::open_in_memory().unwrap();
+        v2_with_old_remeasurements(&conn);
+        let count = |c: &Connection| -> i64 {
+            c.query_row("SELECT count(*) FROM measurements", [], |r| r.get(0))
+                .unwrap()
+        };
+        let before = count(&conn);
+        assert_eq!(migrate(&conn, 2, MIGRATIONS).unwrap(), 3);
+        assert_eq!(count(&conn), before, "no row lost or added");
+        let renumbered = remeasured_trials(&conn, "measurements");
+        let expected = [(2, "h2"), (1, "h1"), (4, "h1"), (0, "h0")];
+        let expected: Vec<(i64, String)> =
+            expected.iter().map(|&(t, h)| (t, h.to_string())).collect();
+        assert_eq!(renumbered, expected);
+    }
+
+    /// A reader of a version-2 file sees the renumbering through a temporary view, and
+    /// the file itself is unchanged.
+    #[test]
+    fn a_version_2_reader_sees_remeasurements_renumbered() {
+        let conn = Connection::open_in_memory().unwrap();
+        v2_with_old_remeasurements(&conn);
+        let stored = remeasured_trials(&conn, "main.measurements");
+        conn.execute_batch(&reader_views(2).unwrap()).unwrap();
+        let seen = remeasured_trials(&conn, "measurements");
+        let trials: Vec<i64> = seen.iter().map(|t| t.0).collect();
+        // The view renumbers every row (the collision is a file's problem, not a view's).
+        assert_eq!(trials, [2, 1, 1, 0]);
+        assert_eq!(remeasured_trials(&conn, "main.measurements"), stored);
+        assert!(stored.iter().all(|t| t.0 >= 3), "{stored:?}");
     }
 
     #[test]

@@ -108,7 +108,8 @@ fn importing_merges_with_local_records() {
     assert_eq!(target.import(&mut text.as_bytes()).unwrap(), 13);
     let entry = &target.report(Some("matmul")).unwrap()[0];
     assert_eq!(entry.runs, 3);
-    assert_eq!(entry.trials, 9);
+    // Trials 1..=8 (trial 0 is the default schedule, and the re-measurement is no trial).
+    assert_eq!(entry.trials, 8);
     assert_eq!(target.winner(&k).unwrap().measurement.schedule_hash, "s7");
 }
 
@@ -278,4 +279,35 @@ fn a_callers_check_refuses_the_whole_import_and_sees_the_stored_run() {
         "{:?}",
         seen.borrow()
     );
+}
+
+/// An older strata numbered a re-measurement after its run's last trial; importing its
+/// export stores it under the trial it confirms (as schema version 3 does), and importing
+/// it again still adds nothing.
+#[test]
+fn an_old_export_imports_with_remeasurements_renumbered() {
+    let (a, b) = (TempPath::new("renumber-a"), TempPath::new("renumber-b"));
+    let source = Db::open(a.path()).unwrap();
+    let k = key("matmul", "hmm", 64);
+    let run = source.start_run(&new_run(&k, 1, 0)).unwrap();
+    source.record(run, &ok(1, 0.4)).unwrap();
+    source.record(run, &ok(2, 0.5)).unwrap();
+    // The old numbering: trial 1's schedule re-measured as "trial 2", the last.
+    let old_numbered = Measurement {
+        remeasured: true,
+        schedule: ok(1, 0.0).schedule,
+        schedule_hash: ok(1, 0.0).schedule_hash,
+        ..ok(2, 0.45)
+    };
+    source.record(run, &old_numbered).unwrap();
+    let (text, _) = export(&source);
+    let target = Db::open(b.path()).unwrap();
+    assert_eq!(target.import(&mut text.as_bytes()).unwrap(), 1 + 3);
+    assert_eq!(target.import(&mut text.as_bytes()).unwrap(), 0);
+    let winner = target.winner(&k).unwrap().measurement;
+    assert!(winner.remeasured);
+    assert_eq!((winner.trial, winner.schedule_hash.as_str()), (1, "s1"));
+    let entry = &target.report(None).unwrap()[0];
+    assert_eq!(entry.winner.as_ref().map(|w| w.trial), Some(1));
+    assert_eq!(entry.search_best.as_ref().map(|w| w.trial), Some(1));
 }
