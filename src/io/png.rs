@@ -31,7 +31,10 @@ pub(super) fn read(path: &Path, declared: &Declared) -> Result<Buffer, IoError> 
             what: what.clone(),
             path: path.to_path_buf(),
             expected: declared.dtype,
-            actual: format!("a {depth}-bit image ({dtype})"),
+            actual: format!(
+                "{} image ({dtype})",
+                if depth == 8 { "an 8-bit" } else { "a 16-bit" }
+            ),
         });
     }
     // One channel reads as [H, W] or [H, W, 1], whichever the kernel declares.
