@@ -17,6 +17,7 @@
 //! variables loop outside its reduction variables.
 
 pub mod loops;
+pub mod rfactor;
 pub mod text;
 pub mod validate;
 pub mod wrap;
@@ -197,6 +198,42 @@ pub enum Directive {
     ///     for out.x: out[y, x] = bx[y % 3, x] + bx[(y + 1) % 3, x] + bx[(y + 2) % 3, x]
     /// ```
     FoldStorage { var: String, extent: i64 },
+    /// `rfactor(v, fi)`, on an update's line (Halide's `Func::rfactor`): splits an associative
+    /// reduction into a partial reduction and a final combine. `v` is a reduction variable of
+    /// the update, or a part of one split just before it on the stage (`split(k, ko, ki, 8)
+    /// .rfactor(ki, fi)`). The new function `fi(v.., v)`, `f`'s pure variables then `v`, starts
+    /// from the fold's identity and folds in every point of the other reduction loops for each
+    /// value of `v`; the update becomes the merge, `f(v..) op= fi(v.., v)` over `v`. The
+    /// directives after `rfactor` on the stage schedule the merge; `fi` is scheduled like any
+    /// function with updates (`fi.update(0): reorder(ko, ki).vectorize(ki)`), computed at root
+    /// unless placed. For a split, `fi`'s `update(1)` folds the last `extent mod factor` points
+    /// into `fi(v.., 0)`, so every domain stays rectangular and the main update has no tail.
+    /// Only for folds (`+=`, `-=`, `*=`, `f = f + e`, `f = max(f, e)`, min) into the update's
+    /// own point that read `f` nowhere else; float sums and products are reassociated (see
+    /// `rfactor.rs`). `fi` must be a fresh name.
+    ///
+    /// Rewrite (`d(i) += a(i, k) * b(k)` over `k in 0..N`, `d.update(0): split(k, ko, ki, 8)
+    /// .rfactor(ki, df)` and `df.update(0): reorder(ko, ki).vectorize(ki)`):
+    ///
+    /// ```text
+    /// for d.s1.i:
+    ///   for d.s1.k in 0 ..= N - 1:
+    ///     d[i] = d[i] + a[i, k] * b[k]
+    ///   -->
+    /// realize df[i, 0 ..= 7]:
+    ///   for df.s0.i: for df.s0.ki (vectorized): df[i, ki] = 0
+    ///   for df.s1.i:
+    ///     for df.s1.ko in 0 ..= N / 8 - 1:
+    ///       for df.s1.ki (vectorized):
+    ///         df[i, ki] = df[i, ki] + a[i, ko * 8 + ki] * b[ko * 8 + ki]
+    ///   for df.s2.i:
+    ///     for df.s2.k in N / 8 * 8 ..= N - 1:
+    ///       df[i, 0] = df[i, 0] + a[i, k] * b[k]
+    ///   for d.s1.i:
+    ///     for d.s1.ki in 0 ..= 7:
+    ///       d[i] = d[i] + df[i, ki]
+    /// ```
+    Rfactor { var: String, intermediate: String },
 }
 
 impl Directive {
@@ -427,6 +464,15 @@ impl<'a> StageBuilder<'a> {
         self.push(Directive::FoldStorage {
             var: var.into(),
             extent,
+        })
+    }
+
+    /// Factors this update's reduction over `var` into the new function `intermediate` (see
+    /// `Directive::Rfactor`); the directives chained after it schedule the merge.
+    pub fn rfactor(self, var: &str, intermediate: &str) -> Self {
+        self.push(Directive::Rfactor {
+            var: var.into(),
+            intermediate: intermediate.into(),
         })
     }
 

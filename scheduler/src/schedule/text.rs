@@ -120,6 +120,7 @@ impl fmt::Display for Directive {
             Directive::ReorderStorage(vars) => write!(f, "reorder_storage({})", vars.join(", ")),
             Directive::Wrap { producer, wrapper } => write!(f, "wrap({producer}, {wrapper})"),
             Directive::FoldStorage { var, extent } => write!(f, "fold_storage({var}, {extent})"),
+            Directive::Rfactor { var, intermediate } => write!(f, "rfactor({var}, {intermediate})"),
         }
     }
 }
@@ -184,6 +185,7 @@ const DIRECTIVES: &[(&str, usize, usize, &str)] = &[
     ),
     ("wrap", 2, 2, "wrap(input or function, new function)"),
     ("fold_storage", 2, 2, "fold_storage(dim, extent)"),
+    ("rfactor", 2, 2, "rfactor(reduction loop, new function)"),
 ];
 
 const TAILS: &str = "guard, shift or round_up";
@@ -610,6 +612,10 @@ fn build(name: &str, args: &[Arg<'_>]) -> Result<Directive, Diagnostic> {
                 .map(|i| a.name(i))
                 .collect::<Result<_, _>>()?,
         ),
+        "rfactor" => Directive::Rfactor {
+            var: a.name(0)?,
+            intermediate: a.function(1)?,
+        },
         "wrap" => Directive::Wrap {
             producer: a.function(0)?,
             wrapper: a.function(1)?,

@@ -198,6 +198,34 @@ pub enum Rule {
         var: String,
         parallel: String,
     },
+    /// `rfactor` on a pure definition's line: only an update reduces.
+    RfactorOfPure,
+    /// `rfactor(var, ..)` where `var` is not a reduction loop of the update; `loops` are.
+    RfactorNotReduction {
+        var: String,
+        loops: Vec<String>,
+    },
+    /// A directive other than the split of the factored variable before `rfactor` (`first`).
+    RfactorAfterDirective {
+        first: String,
+    },
+    /// `rfactor` of an update that is not an associative fold (`f(x) = f(x) * 2 + e`).
+    RfactorNotAssociative,
+    /// `rfactor` of an update reading its function at another point, or through a function it
+    /// calls (a scan): the order of the steps is part of the answer.
+    RfactorScan,
+    /// `rfactor` of an update whose target is not the function at its own pure variables
+    /// (`hist(image(y, x)) += 1`, `f(x, 0) += e`).
+    RfactorTarget,
+    /// `rfactor` of an update whose reduction variable `var` has bounds reading a variable.
+    RfactorNonRectangular {
+        var: String,
+    },
+    /// An intermediate named like something that exists (`by`, in words).
+    RfactorNameTaken {
+        name: String,
+        by: String,
+    },
 }
 
 fn kind_name(kind: ForKind) -> &'static str {
@@ -362,6 +390,35 @@ impl fmt::Display for Rule {
                 f,
                 "the loop `{parallel}` between the buffer and the computation is parallel: its iterations would share the fold's slots of `{var}`; store the function inside `{parallel}` or make it serial"
             ),
+            Rule::RfactorOfPure => f.write_str(
+                "rfactor splits an update's reduction, and a pure definition has none; write it on an update's line (`f.update(0): ...`)",
+            ),
+            Rule::RfactorNotReduction { var, loops } => write!(
+                f,
+                "`{var}` is not a reduction loop of the update; rfactor takes one of: {}",
+                loops.join(", ")
+            ),
+            Rule::RfactorAfterDirective { first } => write!(
+                f,
+                "only the split of the factored reduction variable may come before rfactor on its stage, and `{first}` does; schedule the merge after rfactor and the intermediate on its own lines"
+            ),
+            Rule::RfactorNotAssociative => f.write_str(
+                "the update is not an associative fold, so its partial results cannot be combined in another order; rfactor takes `f(..) += e`, `-=`, `*=`, `f(..) = f(..) + e` (or `*`, or `f(..) - e`), `f(..) = max(f(..), e)` or min, where `e` does not read `f`",
+            ),
+            Rule::RfactorScan => f.write_str(
+                "the update reads the function at another point or through a function it calls (a scan), so each step depends on the order of the earlier ones and cannot be factored",
+            ),
+            Rule::RfactorTarget => f.write_str(
+                "the update writes a point that is not the function at its own pure variables (a data-dependent or constant index), so its partial results would not have one point each; rfactor takes an update of `f(x, y, ..)`",
+            ),
+            Rule::RfactorNonRectangular { var } => write!(
+                f,
+                "the bounds of `{var}` read another variable (the domain is not a box), so the factored loop's range would change from point to point"
+            ),
+            Rule::RfactorNameTaken { name, by } => write!(
+                f,
+                "the intermediate's name `{name}` is already {by}; choose a fresh name"
+            ),
         }
     }
 }
@@ -418,9 +475,14 @@ impl Plan {
 }
 
 /// Checks `schedule` against `lifted` and resolves it.
-/// Wrappers (`wrap`) are made first, so the `Plan`'s pipeline holds them as ordinary functions.
+/// Rfactors' intermediates (`rfactor`), then wrappers (`wrap`), are made first, so the `Plan`'s
+/// pipeline holds them as ordinary functions.
 pub fn validate(lifted: &Lifted, schedule: &Schedule) -> Result<Plan, ScheduleError> {
-    let wrapped = super::wrap::apply_wrappers(lifted, schedule)?;
+    // Rfactors first (each consumes its directives: the merge's lines keep only their own),
+    // then wrappers, which may wrap an intermediate's reads.
+    let (factored, schedule) = super::rfactor::apply_rfactors(lifted, schedule)?;
+    let schedule = &schedule;
+    let wrapped = super::wrap::apply_wrappers(&factored, schedule)?;
     let lifted = &wrapped;
     let pipeline = &lifted.pipeline;
     check_lines(pipeline, schedule)?;

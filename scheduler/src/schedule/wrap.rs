@@ -123,7 +123,7 @@ fn check_wrapper_name(pipeline: &Pipeline, name: &str) -> Result<(), Option<Rule
 }
 
 /// What already uses `name` in `pipeline`, in words, or `None`.
-fn name_owner(pipeline: &Pipeline, name: &str) -> Option<String> {
+pub(super) fn name_owner(pipeline: &Pipeline, name: &str) -> Option<String> {
     if pipeline.func(name).is_some() {
         return Some(format!("the function `{name}`"));
     }
