@@ -486,10 +486,7 @@ fn a_killed_tuner_loses_nothing_and_the_next_run_resumes() {
     assert_eq!(e.runs, 3);
     assert_eq!(
         e.trials as usize,
-        after
-            .iter()
-            .map(|(_, ms)| search(ms).len())
-            .sum::<usize>()
+        after.iter().map(|(_, ms)| search(ms).len()).sum::<usize>()
     );
     eprintln!(
         "kill and resume: {} measurements seen before the kill, {} committed, {:.1} s",
@@ -920,13 +917,19 @@ fn compile_tuned_with_takes_its_backends_winner() {
 }
 
 #[test]
-fn html_report_has_plots_the_winner_and_its_loop_nest() {
+fn html_report_has_plots_tables_the_winner_and_its_loop_nest() {
     let db = TempDb::new("html");
     succeed(&mut tune_command(
         db.path(),
         MATMUL,
         MATMUL_32,
         &["--trials", "4"],
+    ));
+    succeed(&mut tune_command(
+        db.path(),
+        BLUR,
+        BLUR_34,
+        &["--trials", "3"],
     ));
     let page = db.sibling("html");
     let out = strata()
@@ -940,15 +943,301 @@ fn html_report_has_plots_the_winner_and_its_loop_nest() {
     let html = std::fs::read_to_string(&page).unwrap();
     let _ = std::fs::remove_file(&page);
     assert!(html.starts_with("<!doctype html>"), "{html}");
-    assert_eq!(
-        html.matches("<svg").count(),
-        2,
-        "a best-so-far curve and a histogram"
-    );
-    assert!(html.contains("<h3>winning schedule</h3>"), "{html}");
+    assert!(html.trim_end().ends_with("</body></html>"));
+    // Self-contained: nothing loaded from elsewhere (SVG's namespace is a name, not a load).
+    let loads = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+    for outside in ["<script", "src=", "<link", "url(", "http://", "https://"] {
+        assert!(!loads.contains(outside), "{outside} in the page");
+    }
+    // Every element opened is closed, in order (the page's tags nest).
+    assert_nested(&html);
+    // Per kernel and shape: two best-so-far plots and a distribution, with axis labels.
+    assert_eq!(html.matches("<svg").count(), 2 * 3, "three plots per entry");
+    assert_eq!(html.matches("</svg>").count(), 2 * 3);
+    let texts = svg_texts(&html);
+    for label in [
+        "trial (search candidates; runs end to end)",
+        "wall time since the run started, s (reference included)",
+        "median per call, ms (log)",
+        "median per call, ms (log bins)",
+        "candidates",
+        "best so far (search)",
+        "winner (confirmed)",
+    ] {
+        assert_eq!(
+            texts.iter().filter(|t| *t == label).count(),
+            // Both best-so-far plots have the time axis and the legend.
+            match label {
+                "median per call, ms (log)" | "best so far (search)" | "winner (confirmed)" => 4,
+                _ => 2,
+            },
+            "axis or legend label `{label}`"
+        );
+    }
+    // Tick labels, numbers, on every axis (at least three per axis).
+    let ticks = texts.iter().filter(|t| t.parse::<f64>().is_ok()).count();
+    assert!(ticks >= 6 * 2 * 3, "{ticks} tick labels: {texts:?}");
+    for section in [
+        "<h2>Summary</h2>",
+        "<h3>Winning schedule</h3>",
+        "<h3>Its loop nest</h3><pre class=nest>kernel matmul",
+        "<h3>Its loop nest</h3><pre class=nest>kernel blur3x3",
+    ] {
+        assert!(html.contains(section), "{section}");
+    }
+    assert_eq!(html.matches("<h3>Top ").count(), 2);
+    assert_eq!(html.matches("<h3>Failures").count(), 2);
+    assert!(html.contains("white-space:pre-wrap"), "code blocks wrap");
+    // The summary lists both keys, the top table names the winner and its trial.
+    let summary = &html[html.find("<h2>Summary</h2>").unwrap()..html.find("<h2 id=").unwrap()];
+    assert_eq!(summary.matches("<tr><td><a href=").count(), 2, "{summary}");
+    for e in report(db.path()) {
+        let w = e.winner.expect("a winner");
+        let named = format!("run {} trial {}", w.run_id, w.trial);
+        assert!(html.contains(&named), "{named}");
+    }
+    assert_eq!(html.matches("<td class=diff>the winner</td>").count(), 2);
     assert!(
-        html.contains("<h3>its loop nest</h3><pre>kernel matmul"),
-        "{html}"
+        html.contains("A trial is one search candidate"),
+        "the trial definition"
+    );
+    assert!(
+        html.contains("The winner is the lowest median"),
+        "the winner rule"
+    );
+}
+
+/// The text of every SVG `<text>` element of `html`, trimmed.
+fn svg_texts(html: &str) -> Vec<String> {
+    html.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let content = &t[t.find('>')? + 1..];
+            Some(content[..content.find("</text>")?].trim().to_string())
+        })
+        .collect()
+}
+
+/// Checks that every element of `html` that needs a closing tag has one, properly nested.
+fn assert_nested(html: &str) {
+    const VOID: [&str; 4] = ["meta", "br", "!doctype", "input"];
+    // Elements whose closing tag HTML lets the page omit are closed here anyway.
+    let mut open: Vec<String> = Vec::new();
+    let mut rest = html;
+    while let Some(at) = rest.find('<') {
+        rest = &rest[at + 1..];
+        let end = rest.find('>').expect("a tag ends");
+        let tag = &rest[..end];
+        rest = &rest[end + 1..];
+        if tag.ends_with('/') {
+            continue;
+        }
+        let name = tag
+            .trim_start_matches('/')
+            .split(|c: char| c.is_whitespace())
+            .next()
+            .unwrap()
+            .to_ascii_lowercase();
+        if VOID.contains(&name.as_str()) {
+            continue;
+        }
+        if tag.starts_with('/') {
+            assert_eq!(
+                open.pop().as_deref(),
+                Some(name.as_str()),
+                "</{name}> closes"
+            );
+        } else {
+            open.push(name);
+        }
+    }
+    assert!(open.is_empty(), "left open: {open:?}");
+}
+
+/// The number after `label` in `text` (`search best: 0.0958 ms` → 0.0958).
+fn number_after(text: &str, label: &str) -> f64 {
+    let at = text
+        .find(label)
+        .unwrap_or_else(|| panic!("`{label}` in:\n{text}"));
+    let rest = text[at + label.len()..].trim_start();
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(rest.len());
+    rest[..end]
+        .parse()
+        .unwrap_or_else(|_| panic!("a number after `{label}`"))
+}
+
+/// `tune --json`'s summary, the text summary and `report` (text and JSON) give the same
+/// search best and confirmed times, the same trial count and the same trial ids, and the
+/// database's rows back them: the winner's trial is its search row's (same schedule).
+#[test]
+fn tune_summary_report_and_json_agree() {
+    let db = TempDb::new("agree");
+    let json = succeed(&mut tune_command(
+        db.path(),
+        MATMUL,
+        MATMUL_32,
+        &["--trials", "6", "--json"],
+    ));
+    let summary: serde_json::Value = serde_json::from_str(&json).expect("tune --json parses");
+    let run = &summary["run"];
+    let entry: ReportEntry = serde_json::from_value(summary["report"].clone()).unwrap();
+    let reported = report(db.path());
+    assert_eq!(
+        reported,
+        [entry.clone()],
+        "tune --json's entry is report --json's"
+    );
+
+    // One trial count: the run's, the report's, the rows'.
+    let rows = runs(db.path());
+    assert_eq!(run["trials"], 6);
+    assert_eq!(entry.trials, 6);
+    assert_eq!(search(&rows[0].1).len(), 6);
+    let trials: Vec<u64> = search(&rows[0].1).iter().map(|m| m.trial).collect();
+    assert_eq!(trials, [1, 2, 3, 4, 5, 6]);
+
+    // The search best: same trial and time in the run and in the report.
+    let search_best = entry.search_best.as_ref().unwrap();
+    assert_eq!(run["search_best"]["trial"], search_best.trial);
+    assert_eq!(run["search_best"]["seconds"], search_best.median_s);
+    assert!(!search_best.remeasured);
+    // The confirmed best is the winner, named by the trial it confirms.
+    let winner = entry.winner.as_ref().unwrap();
+    assert!(winner.remeasured, "a fresh run's winner is confirmed");
+    assert_eq!(run["confirmed_best"]["trial"], winner.trial);
+    assert_eq!(run["confirmed_best"]["seconds"], winner.median_s);
+    assert_eq!(Some(winner.median_s), entry.best_median_s);
+    let searched = rows[0]
+        .1
+        .iter()
+        .find(|m| !m.remeasured && m.trial == winner.trial)
+        .expect("the winner's trial is a search row");
+    assert_eq!(
+        searched.schedule_hash, winner.schedule_hash,
+        "the same schedule"
+    );
+    assert_eq!(
+        entry.best_schedule.as_deref(),
+        Some(searched.schedule.as_str())
+    );
+    // Every re-measurement names the search trial of its own schedule.
+    for m in rows[0].1.iter().filter(|m| m.remeasured) {
+        let own = rows[0]
+            .1
+            .iter()
+            .find(|s| !s.remeasured && s.trial == m.trial);
+        assert_eq!(own.map(|s| &s.schedule_hash), Some(&m.schedule_hash));
+    }
+    // The default: search and confirmed times alike.
+    assert_eq!(run["default_search_s"], entry.default_search_s.unwrap());
+    assert_eq!(
+        run["default_confirmed_s"],
+        entry.default_confirmed_s.unwrap()
+    );
+
+    // The text report shows the same numbers (to its printed precision) and trial ids.
+    let text = succeed(strata().args(["report", "--db"]).arg(db.path()));
+    let close = |shown: f64, seconds: f64| (shown - seconds * 1e3).abs() < 0.00051;
+    assert!(
+        close(number_after(&text, "search best:"), search_best.median_s),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("(run 1 trial {})", search_best.trial)),
+        "{text}"
+    );
+    assert!(
+        close(number_after(&text, "winner:"), winner.median_s),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("(confirmed), run 1 trial {}", winner.trial)),
+        "{text}"
+    );
+    assert!(text.contains("trials: 6 in 1 run(s)"), "{text}");
+    assert!(text.contains("a trial is one search candidate"), "{text}");
+    assert!(text.contains("the winner is the lowest median"), "{text}");
+
+    // A second run's text summary: its own trials, its search best and confirmed best as
+    // the report names them.
+    let text = succeed(&mut tune_command(
+        db.path(),
+        MATMUL,
+        MATMUL_32,
+        &["--trials", "3"],
+    ));
+    assert!(text.contains("after 3 trials"), "{text}");
+    let second = &runs(db.path())[1].1;
+    let fastest = |ms: Vec<&Measurement>| {
+        ms.into_iter()
+            .filter(|m| m.median_s.is_some())
+            .min_by(|a, b| a.median_s.unwrap().total_cmp(&b.median_s.unwrap()))
+            .map(|m| (m.trial, m.median_s.unwrap()))
+            .unwrap()
+    };
+    let (trial, seconds) = fastest(second.iter().filter(|m| !m.remeasured).collect());
+    assert!(
+        text.contains(&format!(
+            "  search best: {:.4} ms (trial {trial})",
+            seconds * 1e3
+        )),
+        "{text}"
+    );
+    let (trial, seconds) = fastest(second.iter().filter(|m| m.remeasured).collect());
+    assert!(
+        text.contains(&format!(
+            "  confirmed best: {:.4} ms (trial {trial})",
+            seconds * 1e3
+        )),
+        "{text}"
+    );
+    assert_eq!(report(db.path())[0].trials, 6 + 3);
+}
+
+/// `--time` bounds the whole command: the default, the search and the re-measurement
+/// (candidates are timed for 1 s each here, so running past the budget by a candidate or
+/// by re-measuring would show).
+#[test]
+fn the_time_budget_bounds_the_whole_run() {
+    let db = TempDb::new("budget");
+    let budget = 3.0;
+    let start = Instant::now();
+    let out = succeed(
+        strata()
+            .arg("tune")
+            .arg(kernel_file(MATMUL))
+            .args(["--shape", MATMUL_32, "--threads", "1", "--db"])
+            .arg(db.path())
+            .args(["--time", "3", "--min-time", "1", "--json"]),
+    );
+    let took = start.elapsed().as_secs_f64();
+    let summary: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        summary["run"]["stop"], "time budget of 3 s reached",
+        "{out}"
+    );
+    let elapsed = summary["run"]["elapsed_s"].as_f64().unwrap();
+    assert!(
+        elapsed <= budget + 0.5,
+        "the run took {elapsed} s of a {budget} s budget"
+    );
+    // The process as a whole: start-up, the report and exit included.
+    assert!(
+        took < budget + 3.0,
+        "the command took {took} s of a {budget} s budget"
+    );
+    // What was measured in time was recorded; nothing cut off by the budget was.
+    let rows = runs(db.path());
+    assert!(
+        rows[0].1.iter().any(|m| m.is_default),
+        "the default was measured"
+    );
+    assert!(
+        rows[0].1.iter().all(|m| m.status.is_ok()),
+        "{:?}",
+        rows[0].1
     );
 }
 

@@ -137,8 +137,8 @@ pub fn page(db: &Db, entries: &[ReportEntry], nests: &[String], peak: Option<&Pe
         page,
         "<p class=note>Database <code>{}</code>. {}.<br>{}.</p>",
         escape(&db.path().display().to_string()),
-        escape(TRIAL_DEFINITION),
-        escape(WINNER_RULE)
+        escape(&sentence(TRIAL_DEFINITION)),
+        escape(&sentence(WINNER_RULE))
     );
     let rows: Vec<Vec<Row>> = entries.iter().map(|e| rows_of(db, e)).collect();
     summary_table(&mut page, entries, peak);
@@ -169,7 +169,7 @@ table{border-collapse:collapse;margin:.5em 0;font-size:14px}\
 td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}\
 td.n{text-align:right;white-space:nowrap}\
 td.diff{font-family:monospace;font-size:12px;overflow-wrap:anywhere;max-width:34em}\
-.del{color:#a11}.add{color:#161}.win{background:#eef8ee}\
+.del,.add{white-space:nowrap}.del{color:#a11}.add{color:#161}.win{background:#eef8ee}\
 .plots{display:flex;flex-wrap:wrap;gap:1em}.plots svg{border:1px solid #ddd}\
 .note{color:#555;font-size:14px}\
 </style></head><body>";
@@ -294,7 +294,7 @@ fn entry_section(
         e.trials,
         e.runs
     );
-    numbers_table(page, e);
+    numbers_table(page, e, rows);
     page.push_str("<div class=plots>");
     for svg in [
         best_so_far_svg(rows, e, Axis::Trial),
@@ -326,7 +326,7 @@ fn entry_section(
 }
 
 /// Search and confirmed times of the default and the best, with their runs and trials.
-fn numbers_table(page: &mut String, e: &ReportEntry) {
+fn numbers_table(page: &mut String, e: &ReportEntry, rows: &[Row]) {
     let named = |t: Option<&strata::tuning_db::TrialTime>| {
         t.map_or("-".into(), |t| {
             format!("run {} trial {}", t.run_id, t.trial)
@@ -334,6 +334,17 @@ fn numbers_table(page: &mut String, e: &ReportEntry) {
     };
     let winner = e.winner.as_ref();
     let confirmed = winner.filter(|w| w.remeasured);
+    // The winner's search time: its own row, or the search row of the trial it confirms.
+    let winner_search = winner.and_then(|w| {
+        rows.iter()
+            .find(|r| {
+                r.run_id == w.run_id
+                    && r.m.trial == w.trial
+                    && !r.m.remeasured
+                    && r.m.schedule_hash == w.schedule_hash
+            })
+            .and_then(|r| r.m.median_s)
+    });
     let _ = write!(
         page,
         "<table><tr><th></th><th>search (first measurement)</th><th>confirmed (re-measured in a \
@@ -346,7 +357,7 @@ fn numbers_table(page: &mut String, e: &ReportEntry) {
         ms(e.default_confirmed_s),
         ms(e.search_best.as_ref().map(|t| t.median_s)),
         named(e.search_best.as_ref()),
-        ms(winner.filter(|w| !w.remeasured).map(|w| w.median_s)),
+        ms(winner_search),
         ms(confirmed.map(|w| w.median_s)),
         named(winner),
         e.speedup.map_or("-".into(), |x| format!("{x:.2}x")),
@@ -411,14 +422,19 @@ fn best_so_far_svg(rows: &[Row], e: &ReportEntry, axis: Axis) -> Result<String, 
         let mut chart = ChartBuilder::on(&root)
             .caption(caption, ("sans-serif", 16))
             .margin(12)
-            .x_label_area_size(42)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0f64..x_max, (lo..hi).log_scale())
+            .x_label_area_size(46)
+            .y_label_area_size(70)
+            .build_cartesian_2d(
+                0f64..x_max,
+                (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
+            )
             .map_err(err)?;
         chart
             .configure_mesh()
             .x_desc(x_desc)
             .y_desc("median per call, ms (log)")
+            .axis_desc_style(("sans-serif", 13))
+            .label_style(("sans-serif", 12))
             .y_label_formatter(&|v| short_number(*v))
             .light_line_style(WHITE.mix(0.0))
             .draw()
@@ -493,14 +509,19 @@ fn distribution_svg(rows: &[Row]) -> Result<String, String> {
         let mut chart = ChartBuilder::on(&root)
             .caption(caption, ("sans-serif", 16))
             .margin(12)
-            .x_label_area_size(42)
-            .y_label_area_size(48)
-            .build_cartesian_2d((lo..hi).log_scale(), 0u32..top + top / 8 + 1)
+            .x_label_area_size(46)
+            .y_label_area_size(52)
+            .build_cartesian_2d(
+                (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
+                0u32..top + top / 8 + 1,
+            )
             .map_err(err)?;
         chart
             .configure_mesh()
             .x_desc("median per call, ms (log bins)")
             .y_desc("candidates")
+            .axis_desc_style(("sans-serif", 13))
+            .label_style(("sans-serif", 12))
             .x_label_formatter(&|v| short_number(*v))
             .light_line_style(WHITE.mix(0.0))
             .draw()
@@ -533,10 +554,30 @@ fn y_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     (lo / 1.15, (hi * 1.15).max(lo * 1.5))
 }
 
+/// Tick values of a log axis over `lo..hi`: the 1-2-5 steps of each decade, or finer steps
+/// when the range is too narrow to hold three of those.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let within = |steps: &[f64]| -> Vec<f64> {
+        let first = lo.log10().floor() as i32;
+        let last = hi.log10().ceil() as i32;
+        (first..=last)
+            .flat_map(|d| steps.iter().map(move |s| s * 10f64.powi(d)))
+            .filter(|v| (lo..=hi).contains(v))
+            .collect()
+    };
+    let coarse = within(&[1.0, 2.0, 5.0]);
+    if coarse.len() >= 3 {
+        return coarse;
+    }
+    within(&[1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0])
+}
+
 /// `0.0958`, `1.61`, `28.5`, `1200`: enough digits for an axis label.
 fn short_number(v: f64) -> String {
     let digits = if v >= 100.0 {
         0
+    } else if v >= 10.0 {
+        1
     } else if v >= 1.0 {
         2
     } else {
@@ -706,6 +747,14 @@ fn failures_table(page: &mut String, rows: &[Row]) {
         );
     }
     page.push_str("</table>");
+}
+
+/// `text` with its first letter capitalised.
+fn sentence(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or(String::new(), |c| c.to_uppercase().chain(chars).collect())
 }
 
 /// Text as HTML (element content and double-quoted attributes).
