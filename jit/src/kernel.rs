@@ -74,7 +74,17 @@ impl CompiledKernel {
 
     /// Runs the kernel on `args` with up to `threads` threads and returns its output.
     pub fn run(&self, args: &Args, threads: usize) -> Result<Buffer, CallError> {
-        self.run_views(&ViewArgs::from(args), threads)
+        let binding = self.signature.bind(args)?;
+        let mut output = Buffer::zeros(self.kernel.output.dtype, &binding.output_shape)?;
+        let inputs = Inputs::Owned(&args.buffers);
+        self.call(
+            inputs,
+            &args.scalars,
+            &binding.sizes,
+            output.as_mut_ptr(),
+            threads,
+        );
+        Ok(output)
     }
 
     /// Runs the kernel writing into `output`, which must have the output's type and shape. A
@@ -85,7 +95,22 @@ impl CompiledKernel {
         output: &mut Buffer,
         threads: usize,
     ) -> Result<(), CallError> {
-        self.run_views_into(&ViewArgs::from(args), BufferViewMut::from(output), threads)
+        let binding = self.signature.bind(args)?;
+        self.check_output(
+            &binding.output_shape,
+            output.dtype(),
+            output.shape(),
+            output.len(),
+        )?;
+        let inputs = Inputs::Owned(&args.buffers);
+        self.call(
+            inputs,
+            &args.scalars,
+            &binding.sizes,
+            output.as_mut_ptr(),
+            threads,
+        );
+        Ok(())
     }
 
     /// Runs the kernel on buffers in the caller's memory (read in place, no copy) and returns
@@ -94,8 +119,14 @@ impl CompiledKernel {
     pub fn run_views(&self, args: &ViewArgs, threads: usize) -> Result<Buffer, CallError> {
         let binding = self.signature.bind_views(args)?;
         let mut output = Buffer::zeros(self.kernel.output.dtype, &binding.output_shape)?;
-        let out = BufferViewMut::from(&mut output);
-        self.call(args, &binding.sizes, out, threads);
+        let inputs = Inputs::Views(&args.buffers);
+        self.call(
+            inputs,
+            &args.scalars,
+            &binding.sizes,
+            output.as_mut_ptr(),
+            threads,
+        );
         Ok(output)
     }
 
@@ -105,46 +136,77 @@ impl CompiledKernel {
     pub fn run_views_into(
         &self,
         args: &ViewArgs,
-        output: BufferViewMut,
+        mut output: BufferViewMut,
         threads: usize,
     ) -> Result<(), CallError> {
         let binding = self.signature.bind_views(args)?;
-        let shape = &binding.output_shape;
-        let expected_len: usize = shape.iter().product();
-        if output.dtype() != self.kernel.output.dtype
-            || output.shape() != shape.as_slice()
-            || output.len() != expected_len
-        {
-            return Err(wrong_output(self.kernel.output.dtype, shape, &output));
-        }
-        self.call(args, &binding.sizes, output, threads);
+        self.check_output(
+            &binding.output_shape,
+            output.dtype(),
+            output.shape(),
+            output.len(),
+        )?;
+        let inputs = Inputs::Views(&args.buffers);
+        self.call(
+            inputs,
+            &args.scalars,
+            &binding.sizes,
+            output.as_mut_ptr(),
+            threads,
+        );
         Ok(())
     }
 
-    /// Runs the generated code; `bind` checked the arguments and the output's shape.
-    fn call(&self, args: &ViewArgs, sizes: &Sizes, mut output: BufferViewMut, threads: usize) {
-        let frame = self.frame(&args.buffers, &args.scalars, sizes, &mut output, threads);
-        // SAFETY: `Signature::bind_views` checked every buffer against the signature (types,
-        // shapes, real lengths, element counts within i32) and that each covers every region
-        // the code reads, and the output has exactly the extents the code writes. The output
-        // is borrowed mutably and the inputs shared, so they cannot overlap.
+    /// The caller's output has the output's type and exactly the shape the code writes.
+    fn check_output(
+        &self,
+        shape: &[usize],
+        dtype: Dtype,
+        actual: &[usize],
+        len: usize,
+    ) -> Result<(), CallError> {
+        let expected_len: usize = shape.iter().product();
+        if dtype != self.kernel.output.dtype || actual != shape || len != expected_len {
+            return Err(CallError::WrongOutput {
+                expected: format!("{} {shape:?}", self.kernel.output.dtype),
+                actual: format!("{dtype} {actual:?}"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs the generated code; `bind` checked the arguments and `output` (the address of an
+    /// output of the checked type and shape, which the caller holds mutably borrowed).
+    fn call(
+        &self,
+        inputs: Inputs,
+        scalars: &BTreeMap<String, Value>,
+        sizes: &Sizes,
+        output: *mut u8,
+        threads: usize,
+    ) {
+        let frame = self.frame(inputs, scalars, sizes, output, threads);
+        // SAFETY: `Signature::bind` (or `bind_views`) checked every buffer against the
+        // signature (types, shapes, real lengths, element counts within i32) and that each
+        // covers every region the code reads, and the output has exactly the extents the code
+        // writes. The output is borrowed mutably and the inputs shared, so they cannot overlap.
         unsafe { (self.entry)(frame.as_ptr()) };
     }
 
     /// The frame `entry` reads: buffer pointers (inputs, output), sizes, parameter bits, threads.
     fn frame(
         &self,
-        buffers: &BTreeMap<String, BufferView>,
+        inputs: Inputs,
         scalars: &BTreeMap<String, Value>,
         sizes: &Sizes,
-        output: &mut BufferViewMut,
+        output: *mut u8,
         threads: usize,
     ) -> Vec<u64> {
         let mut frame = Vec::new();
         for input in &self.kernel.inputs {
-            frame.push(buffers.get(&input.name).map_or(0, |b| b.as_ptr() as u64));
+            frame.push(inputs.address(&input.name).map_or(0, |p| p as u64));
         }
-        frame.push(output.as_mut_ptr() as u64);
+        frame.push(output as u64);
         for size in &self.kernel.sizes {
             // `bind` bound every size, each at most i32::MAX.
             frame.push(sizes.get(size).copied().unwrap_or(0) as u32 as u64);
@@ -157,11 +219,21 @@ impl CompiledKernel {
     }
 }
 
-/// The refusal of an output buffer of the wrong type or shape: what was expected and given.
-fn wrong_output(dtype: Dtype, shape: &[usize], output: &BufferViewMut) -> CallError {
-    CallError::WrongOutput {
-        expected: format!("{dtype} {shape:?}"),
-        actual: format!("{} {:?}", output.dtype(), output.shape()),
+/// A call's input buffers: owned ones or the caller's views (the two call paths share the
+/// frame without converting one into the other per call).
+#[derive(Clone, Copy)]
+enum Inputs<'a, 'v> {
+    Owned(&'a BTreeMap<String, Buffer>),
+    Views(&'a BTreeMap<String, BufferView<'v>>),
+}
+
+impl Inputs<'_, '_> {
+    /// The address of input `name`'s first element.
+    fn address(self, name: &str) -> Option<*const u8> {
+        match self {
+            Inputs::Owned(buffers) => buffers.get(name).map(Buffer::as_ptr),
+            Inputs::Views(views) => views.get(name).map(BufferView::as_ptr),
+        }
     }
 }
 
