@@ -67,8 +67,15 @@ fn identity(op: ReduceOp, dtype: strata_dsl::Dtype) -> Value {
     }
 }
 
-/// The update `target op= body` that folds one more element into a reduction's accumulator.
-fn fold_update(op: ReduceOp, rvars: Vec<RVar>, target: Call, body: Expr) -> Update {
+/// The update `target op= body` that folds one more element into a reduction's accumulator,
+/// over the reduction's domain (its variables and its `where` predicate).
+fn fold_update(
+    op: ReduceOp,
+    domain: (Vec<RVar>, Option<Expr>),
+    target: Call,
+    body: Expr,
+) -> Update {
+    let (rvars, predicate) = domain;
     let args = target.args.clone();
     let (op, value) = match op {
         ReduceOp::Sum => (UpdateOp::Add, body),
@@ -84,6 +91,7 @@ fn fold_update(op: ReduceOp, rvars: Vec<RVar>, target: Call, body: Expr) -> Upda
     };
     Update {
         rvars,
+        predicate,
         args,
         op,
         value,
@@ -103,7 +111,8 @@ impl Lifter {
                     dtype,
                 };
                 let body = self.lift_expr(&r.body, &func.name, &func.vars, &r.rvars);
-                updates.push(fold_update(r.op, r.rvars.clone(), target, body));
+                let domain = (r.rvars.clone(), r.predicate.as_deref().cloned());
+                updates.push(fold_update(r.op, domain, target, body));
                 Expr::Const(identity(r.op, dtype))
             }
             other => self.lift_expr(other, &func.name, &func.vars, &[]),
@@ -120,6 +129,7 @@ impl Lifter {
                 |this: &mut Self, e: &Expr| this.lift_expr(e, &func.name, &pure, &update.rvars);
             updates.push(Update {
                 rvars: update.rvars.clone(),
+                predicate: update.predicate.clone(),
                 args: update.args.iter().map(|a| lift(self, a)).collect(),
                 op: update.op,
                 value: lift(self, &update.value),
@@ -171,10 +181,12 @@ impl Lifter {
     }
 
     fn lift_reduce(&mut self, r: &Reduce, consumer: &str, vars: &[String], rvars: &[RVar]) -> Expr {
-        // The new function's variables: those of the scope the reduction's body uses.
+        // The new function's variables: those of the scope the reduction uses (in its body,
+        // its bounds and its predicate; `Expr::for_each` of the reduction visits all three).
+        let whole = Expr::Reduce(r.clone());
         let used = |name: &str, want_rvar: bool| {
             let mut found = false;
-            r.body.for_each(&mut |x| match x {
+            whole.for_each(&mut |x| match x {
                 Expr::Var(n) if !want_rvar && n == name => found = true,
                 Expr::RVar(n) if want_rvar && n == name => found = true,
                 _ => {}
@@ -196,8 +208,10 @@ impl Lifter {
         let name = self.fresh_name(&format!("{consumer}_{}", r.op.name()));
         let dtype = r.body.dtype();
         // Inside the new function, the outer reduction variables are pure variables.
-        let body = rvars_to_vars(&r.body, &new_vars);
-        let body = self.lift_expr(&body, &name, &new_vars, &r.rvars);
+        let Expr::Reduce(r) = rvars_to_vars(&whole, &new_vars) else {
+            return whole;
+        };
+        let body = self.lift_expr(&r.body, &name, &new_vars, &r.rvars);
         let target = Call {
             target: CallTarget::Func,
             name: name.clone(),
@@ -209,7 +223,12 @@ impl Lifter {
             dtype,
             vars: new_vars,
             value: Expr::Const(identity(r.op, dtype)),
-            updates: vec![fold_update(r.op, r.rvars.clone(), target, body)],
+            updates: vec![fold_update(
+                r.op,
+                (r.rvars.clone(), r.predicate.as_deref().cloned()),
+                target,
+                body,
+            )],
         });
         self.anonymous.push((name.clone(), consumer.to_string()));
         Expr::Call(Call {
@@ -242,8 +261,16 @@ fn rvars_to_vars(e: &Expr, names: &[String]) -> Expr {
     match e {
         Expr::RVar(n) if names.contains(n) => Expr::Var(n.clone()),
         Expr::Reduce(r) => Expr::Reduce(Reduce {
+            op: r.op,
+            rvars: (r.rvars.iter())
+                .map(|v| RVar {
+                    name: v.name.clone(),
+                    lo: rvars_to_vars(&v.lo, names),
+                    hi: rvars_to_vars(&v.hi, names),
+                })
+                .collect(),
+            predicate: (r.predicate.as_deref()).map(|p| Box::new(rvars_to_vars(p, names))),
             body: Box::new(rvars_to_vars(&r.body, names)),
-            ..r.clone()
         }),
         Expr::Call(call) => Expr::Call(Call {
             args: call.args.iter().map(|a| rvars_to_vars(a, names)).collect(),

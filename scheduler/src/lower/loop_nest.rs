@@ -7,6 +7,22 @@
 //! (`let f.s0.x = f.x.min + f.s0.xo * 8 + f.s0.xi`) followed by tail guards
 //! (`if (f.s0.x <= f.x.max)`) and the `Provide`. Establishes: every stage of a
 //! computed function is a loop nest whose free variables are region bounds, sizes and params.
+//!
+//! A reduction variable whose bounds read other variables of its stage (a triangular domain)
+//! gets a loop whose bounds are those expressions, written in the loops around it; validation
+//! keeps it inside them. A domain's `where` predicate becomes an `if` around the `Provide`, so
+//! the points where it is false compute nothing:
+//!
+//! ```text
+//! for (r in 0..N, s in r..N where r + s < N) f(r, s) += g(s);
+//! ==>
+//! for (f.s1.r, 0, N) { for (f.s1.s, f.s1.r, N - f.s1.r) {
+//!     if (f.s1.r + f.s1.s < N) { f(f.s1.r, f.s1.s) = f(f.s1.r, f.s1.s) + g(f.s1.s) } } }
+//! ```
+//!
+//! With `r` split (`ro`, `ri`), `f.s1.r` is a let inside both loops: the loop of `s` reads its
+//! value (`f.r.min + ro * 8 + ri`) directly, and the lets are ordered so each comes after those
+//! its value reads.
 
 use crate::ir::{Expr as LExpr, Stmt, Type, UnOp};
 use crate::schedule::loops::{StageLoops, Step};
@@ -243,7 +259,8 @@ pub fn stage_nest(pipeline: &Pipeline, func: &Func, loops: &StageLoops) -> Stage
     let original_ranges = ranges.clone();
     let original_names = names.clone();
     for step in &loops.steps {
-        apply_step(step, &mut names, &mut ranges, &mut lets, &mut guards);
+        let exact = matches!(step, Step::Split { old, .. } if loops.exact.contains(old));
+        apply_step(step, exact, &mut names, &mut ranges, &mut lets, &mut guards);
     }
     let rounds_up = loops.steps.iter().any(|s| {
         matches!(
@@ -262,6 +279,17 @@ pub fn stage_nest(pipeline: &Pipeline, func: &Func, loops: &StageLoops) -> Stage
             &original_ranges,
         );
     }
+    let lets = defined_before_use(lets);
+    let loop_vars: Vec<String> = loops.dims.iter().map(|d| names[&d.name].clone()).collect();
+    // A triangular stage's lets go just inside the innermost loop they read, so the loops of
+    // a reduction variable read the variables their bounds use by name, and bounds inference
+    // sees `l - k` over `l in k..` as `0..` (both correlated through the let of `k`). Other
+    // stages keep every let innermost.
+    let depths = if has_dependent_bounds(func, loops.stage) {
+        let_depths(&lets, &loop_vars)
+    } else {
+        vec![loop_vars.len(); lets.len()]
+    };
     let mut body = stage_body(&conv, func, loops.stage);
     if let Some(cond) = guards.into_iter().reduce(and) {
         body = Stmt::If {
@@ -271,24 +299,93 @@ pub fn stage_nest(pipeline: &Pipeline, func: &Func, loops: &StageLoops) -> Stage
         };
     }
     // A later step defines variables an earlier step's let uses, so later lets go outside.
-    for (name, value) in lets {
-        body = Stmt::Let {
-            name,
-            value,
-            body: Box::new(body),
-        };
-    }
-    for dim in loops.dims.iter().rev() {
+    let wrap_lets = |body: Stmt, depth: usize| {
+        (lets.iter().zip(&depths))
+            .filter(|(_, d)| **d == depth)
+            .fold(body, |body, ((name, value), _)| Stmt::Let {
+                name: name.clone(),
+                value: value.clone(),
+                body: Box::new(body),
+            })
+    };
+    body = wrap_lets(body, loop_vars.len());
+    for (position, dim) in loops.dims.iter().enumerate().rev() {
         let (min, extent) = ranges[&dim.name].clone();
+        // Lets not yet defined at this loop are substituted (none, once validated).
+        let inner: Vec<(String, LExpr)> = (lets.iter().zip(&depths))
+            .filter(|(_, d)| **d > position)
+            .map(|(l, _)| l.clone())
+            .collect();
+        let (min, extent) = (in_loop_vars(&min, &inner), in_loop_vars(&extent, &inner));
         body = Stmt::For {
-            var: names[&dim.name].clone(),
+            var: loop_vars[position].clone(),
             min,
             extent,
             kind: dim.kind,
             body: Box::new(body),
         };
+        body = wrap_lets(body, position);
     }
     StageNest { names, stmt: body }
+}
+
+/// Whether a reduction variable of stage `stage` of `func` has bounds that read variables.
+fn has_dependent_bounds(func: &Func, stage: usize) -> bool {
+    let update = stage.checked_sub(1).and_then(|u| func.updates.get(u));
+    update.is_some_and(|u| (u.rvars.iter()).any(|r| r.lo.reads_vars() || r.hi.reads_vars()))
+}
+
+/// For each let (innermost first, each reading only lets after it), how many of the stage's
+/// loops (outermost first) it must be inside: one past the innermost loop it reads, directly
+/// or through the lets it reads; 0 when it reads none.
+fn let_depths(lets: &[(String, LExpr)], loop_vars: &[String]) -> Vec<usize> {
+    let mut depths = vec![0; lets.len()];
+    for i in (0..lets.len()).rev() {
+        let value = &lets[i].1;
+        let from_loops = (loop_vars.iter().enumerate())
+            .filter(|(_, v)| value.uses_var(v))
+            .map(|(p, _)| p + 1);
+        let from_lets = (i + 1..lets.len())
+            .filter(|&j| value.uses_var(&lets[j].0))
+            .map(|j| depths[j]);
+        depths[i] = from_loops.chain(from_lets).max().unwrap_or(0);
+    }
+    depths
+}
+
+/// The lets that rebuild a stage's variables, innermost first, reordered (stably) so that each
+/// let is outside every let whose value reads it. Splits and fuses alone already give that
+/// order (a later step's let defines what an earlier one reads); a bound of a triangular
+/// domain can read a variable an earlier step defines (`s` split, then `r` split, with `s` in
+/// `r..N`).
+fn defined_before_use(lets: Vec<(String, LExpr)>) -> Vec<(String, LExpr)> {
+    let mut remaining: Vec<(String, LExpr)> = lets.into_iter().rev().collect();
+    let mut outermost_first = Vec::new();
+    while !remaining.is_empty() {
+        let reads_another = |i: usize| {
+            let value = &remaining[i].1;
+            (remaining.iter().enumerate()).any(|(j, (name, _))| j != i && value.uses_var(name))
+        };
+        let next = (0..remaining.len())
+            .find(|&i| !reads_another(i))
+            .unwrap_or(0);
+        outermost_first.push(remaining.remove(next));
+    }
+    outermost_first.reverse();
+    outermost_first
+}
+
+/// A loop bound with the stage's let-defined variables replaced by their values (lets
+/// innermost first, each reading only those after it), so it reads only the loops around it.
+/// Only a triangular domain's bounds read such variables.
+fn in_loop_vars(e: &LExpr, lets: &[(String, LExpr)]) -> LExpr {
+    lets.iter().fold(e.clone(), |e, (name, value)| {
+        if e.uses_var(name) {
+            super::bounds::substitute(&e, name, value)
+        } else {
+            e
+        }
+    })
 }
 
 /// The range of one of a stage's own variables: the function's region for a pure variable,
@@ -307,6 +404,14 @@ fn original_range(conv: &Converter, func: &Func, stage: usize, dim: &str) -> (LE
         .and_then(|u| func.updates.get(u))
         .and_then(|u| u.rvars.iter().find(|r| r.name == dim));
     match rvar {
+        // Bounds that read other variables: the extent is written `(hi - 1) - lo + 1`, which
+        // bounds inference reads as `lo ..= hi - 1` exactly (`lo` and `hi` read the same
+        // variables, which intervals alone would not cancel).
+        Some(r) if r.lo.reads_vars() || r.hi.reads_vars() => {
+            let lo = conv.expr(&r.lo);
+            let last = LExpr::sub(conv.expr(&r.hi), LExpr::int(1));
+            (lo.clone(), extent_of(&lo, &last))
+        }
         Some(r) => {
             let lo = conv.expr(&r.lo);
             (lo.clone(), LExpr::sub(conv.expr(&r.hi), lo))
@@ -361,8 +466,11 @@ fn strip_expr(e: &LExpr) -> LExpr {
 }
 
 /// Records the loops a split or fuse creates and the let that rebuilds the old variable(s).
+/// `exact`: the split's factor is known to divide the extent (`StageLoops::exact`), so it
+/// has no tail to shift or guard.
 fn apply_step(
     step: &Step,
+    exact: bool,
     names: &mut HashMap<String, String>,
     ranges: &mut HashMap<String, (LExpr, LExpr)>,
     lets: &mut Vec<(String, LExpr)>,
@@ -385,16 +493,17 @@ fn apply_step(
                 sibling(&old_var, outer)
             };
             let inner_var = sibling(&old_var, inner);
+            let rounded = LExpr::add(extent.clone(), LExpr::int(*factor as i32 - 1));
             let count = LExpr::binary(
                 BinOp::Div,
-                LExpr::add(extent.clone(), LExpr::int(*factor as i32 - 1)),
+                if exact { extent.clone() } else { rounded },
                 f.clone(),
             );
             ranges.insert(outer.clone(), (LExpr::int(0), count));
             ranges.insert(inner.clone(), (LExpr::int(0), f.clone()));
             let start = LExpr::mul(LExpr::var(outer_var.clone()), f.clone());
             let start = match tail {
-                TailStrategy::Shift => LExpr::max(
+                TailStrategy::Shift if !exact => LExpr::max(
                     LExpr::min(start, LExpr::sub(extent.clone(), f)),
                     LExpr::int(0),
                 ),
@@ -407,7 +516,7 @@ fn apply_step(
                     LExpr::var(inner_var.clone()),
                 ),
             ));
-            let divides = extent.as_int().is_some_and(|e| e % factor == 0);
+            let divides = exact || extent.as_int().is_some_and(|e| e % factor == 0);
             if *tail != TailStrategy::RoundUp && !divides {
                 guards.push(LExpr::le(LExpr::var(old_var), last_index(&min, &extent)));
             }
@@ -507,9 +616,18 @@ fn stage_body(conv: &Converter, func: &Func, stage: usize) -> Stmt {
     // No guard keeps an update inside the output: the call refuses sizes where the box the
     // updates touch leaves the output (`LoweredKernel::output_region`), as the reference does;
     // a guard here would clip such writes silently and hide them from that box.
-    Stmt::Provide {
+    let provide = Stmt::Provide {
         func: func.name.clone(),
         args,
         value,
+    };
+    // The domain's predicate skips the point: an `if`, so nothing is computed there.
+    match &update.predicate {
+        Some(p) => Stmt::If {
+            cond: conv.expr(p),
+            then_case: Box::new(provide),
+            else_case: None,
+        },
+        None => provide,
     }
 }

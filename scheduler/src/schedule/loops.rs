@@ -79,6 +79,10 @@ pub struct StageLoops {
     /// Loops unrolled or vectorized without a factor whose extent the schedule does not fix
     /// (`const_extent` is `None`): lowering requires it constant once bounds are inferred.
     pub deferred: Vec<DeferredExtent>,
+    /// The stage's own variables whose split factor is known to divide their extent where this
+    /// plan runs (a specialization's `E % k == 0`, `lower::specialize::with_known_multiples`):
+    /// their splits need no tail. Empty as validation makes it.
+    pub exact: Vec<String>,
 }
 
 /// A loop `unroll(v)` or `vectorize(v)` (no factor) names whose extent only bounds inference
@@ -314,13 +318,86 @@ pub fn stage_loops(
             dims: original,
             steps: Vec::new(),
             deferred: Vec::new(),
+            exact: Vec::new(),
         },
         consumed: Vec::new(),
     };
     for d in directives.iter().filter(|d| !d.is_placement()) {
         builder.apply(d)?;
+        if let Some(rule) = bound_order_violation(func, &builder.loops) {
+            return Err(builder.error(d, rule));
+        }
     }
     Ok(builder.loops)
+}
+
+/// Where a reduction variable's bounds read another variable of the stage (a triangular
+/// domain `for (r in 0..N, s in r..N)`, or `k in i + 1..M` over pure `i`), each loop made from
+/// it must run inside every loop made from the variables they read: there the bounds are
+/// known when the loop starts. The first loop that breaks this, as the rule it breaks.
+fn bound_order_violation(func: &Func, loops: &StageLoops) -> Option<Rule> {
+    let update = loops.stage.checked_sub(1).and_then(|u| func.updates.get(u))?;
+    let origins = loop_origins(loops);
+    for rvar in &update.rvars {
+        let mut reads = Vec::new();
+        for bound in [&rvar.lo, &rvar.hi] {
+            bound.for_each(&mut |e| {
+                if let Expr::Var(n) | Expr::RVar(n) = e {
+                    reads.push(n.clone());
+                }
+            });
+        }
+        for (i, outer) in loops.dims.iter().enumerate() {
+            let Some(read) = reads.iter().find(|r| origins[i].contains(r)) else {
+                continue;
+            };
+            let inner = loops.dims[..=i]
+                .iter()
+                .zip(&origins)
+                .find(|(_, o)| o.contains(&rvar.name));
+            if let Some((inner, _)) = inner {
+                return Some(Rule::BoundReadsInnerLoop {
+                    rvar: rvar.name.clone(),
+                    reads: read.clone(),
+                    inner: inner.name.clone(),
+                    outer: outer.name.clone(),
+                });
+            }
+        }
+    }
+    None
+}
+
+/// The definition's variables each loop of `loops.dims` is made from (a fused loop from both).
+fn loop_origins(loops: &StageLoops) -> Vec<Vec<String>> {
+    let mut origin: std::collections::HashMap<&str, Vec<String>> = loops
+        .original
+        .iter()
+        .map(|d| (d.name.as_str(), vec![d.name.clone()]))
+        .collect();
+    for step in &loops.steps {
+        match step {
+            Step::Split {
+                old, outer, inner, ..
+            } => {
+                let from = origin.get(old.as_str()).cloned().unwrap_or_default();
+                origin.insert(outer, from.clone());
+                origin.insert(inner, from);
+            }
+            Step::Fuse {
+                outer,
+                inner,
+                fused,
+            } => {
+                let mut from = origin.get(outer.as_str()).cloned().unwrap_or_default();
+                from.extend(origin.get(inner.as_str()).cloned().unwrap_or_default());
+                origin.insert(fused, from);
+            }
+        }
+    }
+    (loops.dims.iter())
+        .map(|d| origin.get(d.name.as_str()).cloned().unwrap_or_default())
+        .collect()
 }
 
 struct Builder<'a> {

@@ -105,6 +105,15 @@ pub enum Rule {
         loops: Vec<String>,
     },
     FuseMixesReduction,
+    /// A loop of reduction variable `rvar`, whose bounds read `reads`, is outside or fused
+    /// with `outer`, a loop of `reads` (Halide keeps a reduction variable inside those its
+    /// bounds depend on): `inner` is that loop of `rvar`.
+    BoundReadsInnerLoop {
+        rvar: String,
+        reads: String,
+        inner: String,
+        outer: String,
+    },
     ShiftOnUpdate,
     RoundUpNeedsPadding {
         is_output: bool,
@@ -293,6 +302,14 @@ impl fmt::Display for Rule {
                 loops.join(", ")
             ),
             Rule::FuseMixesReduction => f.write_str("a pure loop and a reduction loop cannot be fused"),
+            Rule::BoundReadsInnerLoop { rvar, reads, inner, outer } if inner == outer => write!(
+                f,
+                "the bounds of reduction variable `{rvar}` read `{reads}`, so a loop of `{rvar}` cannot be fused with one of `{reads}` (loop `{inner}`)"
+            ),
+            Rule::BoundReadsInnerLoop { rvar, reads, inner, outer } => write!(
+                f,
+                "the bounds of reduction variable `{rvar}` read `{reads}`, so every loop of `{rvar}` must stay inside every loop of `{reads}`: loop `{inner}` would be outside loop `{outer}`"
+            ),
             Rule::ShiftOnUpdate => f.write_str(
                 "the shift tail recomputes points, which an update cannot do; use guard",
             ),
