@@ -16,8 +16,10 @@
 //! serially in the order of the definition's variables, the last innermost, and an update's pure
 //! variables loop outside its reduction variables.
 
+pub mod canonical;
 pub mod loops;
 pub mod rfactor;
+pub mod specialize;
 pub mod text;
 pub mod validate;
 pub mod wrap;
@@ -198,6 +200,47 @@ pub enum Directive {
     ///     for out.x: out[y, x] = bx[y % 3, x] + bx[(y + 1) % 3, x] + bx[(y + 2) % 3, x]
     /// ```
     FoldStorage { var: String, extent: i64 },
+    /// `specialize(cond)` (Halide's `f.specialize(cond)`): the directives after it on its line
+    /// schedule the stage for the calls where `cond` holds; the stage's other directives are the
+    /// general case. `cond` is a bool expression in the kernel language over sizes, scalar
+    /// parameters and constants (`W % 16 == 0`, `N >= 64 && alpha > 0.0`), kept as written.
+    /// As in Halide, a specialization starts from the stage's loop directives written before
+    /// it (on earlier lines and earlier on its own line) and adds its own; lines after it
+    /// schedule only the general case. Specializations of a stage are tried in the order
+    /// written, the first whose condition holds wins; the same condition twice is the same
+    /// specialization. Placement, `wrap`, `reorder_storage` and `fold_storage` cannot be
+    /// specialized (they apply to the whole function), nor can a specialization be
+    /// specialized again. Written `f.specialize(cond): ...` when it starts a line (the
+    /// printer's form), or after general directives as Halide chains it:
+    /// `f: split(x, xo, xi, 16).specialize(W % 16 == 0).vectorize(xi)`.
+    ///
+    /// Lowering (`lower::specialize`) decides the conditions once per call, outside every
+    /// loop: the kernel is lowered once per combination of cases (at most
+    /// `specialize::MAX_VERSIONS`) and each lowering runs where its conditions hold, with them
+    /// known, so `W % 16 == 0` removes the tail of a split of `W` by 16.
+    ///
+    /// Rewrite (`out(y, x)` over `H x W`; `out: split(x, xo, xi, 16).specialize(W % 16 ==
+    /// 0).vectorize(xi)`):
+    ///
+    /// ```text
+    /// for out.s0.y in 0 ..= H - 1:
+    ///   for out.s0.xo in 0 ..= (W + 15) / 16 - 1:
+    ///     for out.s0.xi in 0 ..= 15:
+    ///       if out.s0.xo * 16 + out.s0.xi < W:
+    ///         out[y, x] = ...
+    ///   -->
+    /// if W % 16 == 0:
+    ///   for out.s0.y in 0 ..= H - 1:
+    ///     for out.s0.xo in 0 ..= W / 16 - 1:
+    ///       out[y, xo * 16 + ramp(0, 1, 16)] = ...      (no tail: 16 divides W)
+    /// else:
+    ///   for out.s0.y in 0 ..= H - 1:
+    ///     for out.s0.xo in 0 ..= (W + 15) / 16 - 1:
+    ///       for out.s0.xi in 0 ..= 15:
+    ///         if out.s0.xo * 16 + out.s0.xi < W:
+    ///           out[y, x] = ...
+    /// ```
+    Specialize(String),
     /// `rfactor(v, fi)`, on an update's line (Halide's `Func::rfactor`): splits an associative
     /// reduction into a partial reduction and a final combine. `v` is a reduction variable of
     /// the update, or a part of one split just before it on the stage (`split(k, ko, ki, 8)
@@ -465,6 +508,12 @@ impl<'a> StageBuilder<'a> {
             var: var.into(),
             extent,
         })
+    }
+
+    /// Starts the specialization of this stage for the calls where `cond` holds (see
+    /// `Directive::Specialize`): the directives chained after it schedule that case.
+    pub fn specialize(self, cond: &str) -> Self {
+        self.push(Directive::Specialize(cond.trim().to_string()))
     }
 
     /// Factors this update's reduction over `var` into the new function `intermediate` (see
