@@ -3,7 +3,8 @@
 //! kernel itself: up to four functions over one or two dimensions, each reading the inputs and
 //! any function defined before it, each a pointwise expression, a stencil, an inline reduction,
 //! a row reduction (a function of the rows only), or a pure definition followed by updates over
-//! a reduction domain, scans or histograms (a data-dependent target), with casts between all
+//! a reduction domain (sometimes triangular, `r in x + 1..N`, sometimes with a `where`
+//! predicate), scans or histograms (a data-dependent target), with casts between all
 //! numeric types, boundary conditions on the inputs, clamped gathers and lookup tables.
 //!
 //! The text goes through the real parser and checker; a text the checker rejects is a bug of this
@@ -54,10 +55,12 @@ pub struct GeneratedKernel {
 }
 
 /// Every construct the generator draws, as `GeneratedKernel::features` names them.
-pub const FEATURES: [&str; 17] = [
+pub const FEATURES: [&str; 19] = [
     "row reduction",
     "inline reduction",
     "empty window",
+    "triangular domain",
+    "where predicate",
     "update over a domain",
     "scan",
     "backward scan",
@@ -363,9 +366,37 @@ impl KernelGen {
     }
 
     /// A random reduction domain for dimension `dim`: a small window (possibly empty) that
-    /// offsets the dimension's variable, or the whole extent of the inputs.
+    /// offsets the dimension's variable, the whole extent of the inputs, or a triangular part of
+    /// it bounded by the dimension's own variable (`x + 1..N`, `0..x`); sometimes with a
+    /// `where` predicate.
     fn domain(&mut self, dim: usize, scope: &mut Scope, rng: &mut impl Rng) -> String {
+        // The dimension's own variable, when it is a loop of the stage here (bare in the
+        // target), which a bound may read.
+        let own = Some(self.vars[dim].clone()).filter(|v| scope.bases[dim] == [v.clone()]);
         let r = self.rvar();
+        let range = self.range(dim, &r, own.as_deref(), scope, rng);
+        if !rng.random_bool(0.2) {
+            return format!("{r} in {range}");
+        }
+        self.note("where predicate");
+        let predicate = match (rng.random_range(0..4), own) {
+            (0, Some(v)) => format!("{r} != {v}"),
+            (1, Some(v)) => format!("({r} + {v}) % 3 != 1"),
+            (2, _) => format!("{r} % 2 == 0"),
+            _ => format!("{r} < {} - 1", self.sizes[dim]),
+        };
+        format!("{r} in {range} where {predicate}")
+    }
+
+    /// The range of reduction variable `r` of a domain for dimension `dim` (see `domain`).
+    fn range(
+        &mut self,
+        dim: usize,
+        r: &str,
+        own: Option<&str>,
+        scope: &mut Scope,
+        rng: &mut impl Rng,
+    ) -> String {
         // A dimension with no variable to offset (in a row reduction) takes a whole extent.
         if rng.random_bool(0.5) && !scope.bases[dim].is_empty() {
             let lo = rng.random_range(-1..=1);
@@ -377,16 +408,24 @@ impl KernelGen {
                 .iter()
                 .map(|base| format!("{base} + {r}"))
                 .collect();
-            format!("{r} in {lo}..{hi}")
+            format!("{lo}..{hi}")
         } else {
-            let size = &self.sizes[dim];
-            let range = match rng.random_range(0..3) {
+            let size = self.sizes[dim].clone();
+            scope.full[dim] = Some(r.to_string());
+            if let Some(v) = own.filter(|_| rng.random_bool(0.4)) {
+                self.note("triangular domain");
+                return match rng.random_range(0..4) {
+                    0 => format!("{v} + 1..{size}"),
+                    1 => format!("{v}..{size}"),
+                    2 => format!("0..{v} + 1"),
+                    _ => format!("0..{v}"),
+                };
+            }
+            match rng.random_range(0..3) {
                 0 => format!("0..{size}"),
                 1 => format!("1..{size}"),
                 _ => format!("0..{size} - 1"),
-            };
-            scope.full[dim] = Some(r.clone());
-            format!("{r} in {range}")
+            }
         }
     }
 
