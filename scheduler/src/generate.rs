@@ -4,9 +4,13 @@
 //!
 //! First some reads are wrapped (`wrap`, about one read in six), then every function, the
 //! wrappers included, is placed and given loop directives, consumers first; a computed
-//! function sometimes gets a random `reorder_storage`.
+//! function sometimes gets a random `reorder_storage`. Last, some computed functions get a
+//! `fold_storage` of a random dimension by a small extent, kept only if the schedule still
+//! lowers (whether a fold is large enough only bounds inference knows), so the differential
+//! tests run folds as small as lowering allows, to the exact footprint.
 
 use crate::lower::lift_reductions::{lift_reductions, Lifted};
+use crate::lower::lower;
 use crate::schedule::validate::{effective_consumers, validate, Placement, Plan};
 use crate::schedule::{Directive, LoopLevel, Schedule, StageRef, TailStrategy};
 use rand::seq::{IndexedRandom, SliceRandom};
@@ -50,6 +54,7 @@ pub fn random_schedule(pipeline: &Pipeline, rng: &mut impl Rng) -> Schedule {
             }
         }
     }
+    gen.fold_some(pipeline, rng);
     gen.schedule.lines.retain(|l| !l.directives.is_empty());
     gen.schedule
 }
@@ -119,6 +124,34 @@ impl Generator {
         }
         vars.shuffle(rng);
         self.try_push(name, StageRef::Pure, Directive::ReorderStorage(vars));
+    }
+
+    /// Folds a random dimension of some computed functions (most often of those stored
+    /// outside the loop they are computed in, where a fold can be legal), each fold kept only
+    /// if `pipeline` still lowers with it.
+    fn fold_some(&mut self, pipeline: &Pipeline, rng: &mut impl Rng) {
+        let Some(plan) = self.plan() else { return };
+        for (name, fp) in &plan.funcs {
+            let stored_outside = fp.store != fp.compute;
+            let odds = if stored_outside { 0.8 } else { 0.15 };
+            if fp.compute == Placement::Inline || !rng.random_bool(odds) {
+                continue;
+            }
+            let Some(var) = (plan.pipeline().func(name)).and_then(|f| f.vars.choose(rng)) else {
+                continue;
+            };
+            let extent = *[1, 2, 3, 4, 5, 8, 16].choose(rng).unwrap_or(&4);
+            let d = Directive::FoldStorage {
+                var: var.clone(),
+                extent,
+            };
+            if self.try_push(name, StageRef::Pure, d) && lower(pipeline, &self.schedule).is_err() {
+                self.schedule
+                    .stage(name, StageRef::Pure)
+                    .directives_mut()
+                    .pop();
+            }
+        }
     }
 
     /// Where a function is computed: pure non-output functions may be inlined, computed at

@@ -7,6 +7,7 @@ pub mod access_sites;
 pub mod bounds;
 pub mod constant_extents;
 pub mod flatten;
+pub mod fold_storage;
 pub mod inline;
 pub mod interchange_lanes;
 pub mod lift_reductions;
@@ -109,6 +110,8 @@ fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel,
     let s = realize::realize_functions(&inlined, &plan)?;
     log.log("realization and bounds inference", &s);
     let checks = call_checks(&inlined, &s)?;
+    let s = fold_storage::fold_storage(&s, &inlined, &plan)?;
+    log.log("storage folding", &s);
     let s = loop_nest::strip_bounds_hints(&s);
     log.log("stripping bounds hints", &s);
     let s = constant_extents::constant_extents(&s, &inlined, &plan)?;
