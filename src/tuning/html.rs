@@ -151,6 +151,18 @@ pub fn page(db: &Db, entries: &[ReportEntry], nests: &[String], peak: Option<&Pe
              and a roofline measured elsewhere is not in the database.</p>",
         ),
     }
+    let over = |e: &ReportEntry| {
+        let p = peak?;
+        let (achieved, _) = rate(e, e.best_median_s?)?;
+        Some(achieved > p.attainable(e)?)
+    };
+    if entries.iter().any(|e| over(e) == Some(true)) {
+        page.push_str(
+            "<p class=note>A share above 100% means the roofline measured now is lower than \
+             what the kernel reached while it was tuned: the machine is busier now than then \
+             (or the kernel's bytes stay in cache). Take the shares as rough.</p>",
+        );
+    }
     for (i, ((e, nest), rows)) in entries.iter().zip(nests).zip(&rows).enumerate() {
         entry_section(&mut page, i, e, nest, rows, peak);
     }
@@ -333,32 +345,38 @@ fn numbers_table(page: &mut String, e: &ReportEntry, rows: &[Row]) {
         })
     };
     let winner = e.winner.as_ref();
-    let confirmed = winner.filter(|w| w.remeasured);
-    // The winner's search time: its own row, or the search row of the trial it confirms.
-    let winner_search = winner.and_then(|w| {
+    // The other time of a named measurement: its search row's, or its confirmation's.
+    let other = |t: Option<&strata::tuning_db::TrialTime>, remeasured: bool| {
+        let t = t?;
         rows.iter()
             .find(|r| {
-                r.run_id == w.run_id
-                    && r.m.trial == w.trial
-                    && !r.m.remeasured
-                    && r.m.schedule_hash == w.schedule_hash
+                r.run_id == t.run_id
+                    && r.m.trial == t.trial
+                    && r.m.remeasured == remeasured
+                    && r.m.schedule_hash == t.schedule_hash
             })
             .and_then(|r| r.m.median_s)
-    });
+    };
+    let time = |t: Option<&strata::tuning_db::TrialTime>, remeasured: bool| match t {
+        Some(t) if t.remeasured == remeasured => Some(t.median_s),
+        _ => other(t, remeasured),
+    };
+    let search_best = e.search_best.as_ref();
     let _ = write!(
         page,
         "<table><tr><th></th><th>search (first measurement)</th><th>confirmed (re-measured in a \
          fresh worker)</th><th>from</th></tr>\
          <tr><td>default schedule</td><td class=n>{}</td><td class=n>{}</td><td>trial 0</td></tr>\
-         <tr><td>search best</td><td class=n>{}</td><td></td><td>{}</td></tr>\
+         <tr><td>search best</td><td class=n>{}</td><td class=n>{}</td><td>{}</td></tr>\
          <tr class=win><td>winner</td><td class=n>{}</td><td class=n>{}</td><td>{}</td></tr>\
          </table><p>speedup {} over the default; {} at the winner's time</p>",
         ms(e.default_search_s),
         ms(e.default_confirmed_s),
-        ms(e.search_best.as_ref().map(|t| t.median_s)),
-        named(e.search_best.as_ref()),
-        ms(winner_search),
-        ms(confirmed.map(|w| w.median_s)),
+        ms(time(search_best, false)),
+        ms(time(search_best, true)),
+        named(search_best),
+        ms(time(winner, false)),
+        ms(time(winner, true)),
         named(winner),
         e.speedup.map_or("-".into(), |x| format!("{x:.2}x")),
         throughput(e)
