@@ -634,3 +634,36 @@ fn run_without_check_still_writes_the_output() {
     let y = strata::io::read(&npy, &declared("Y", Dtype::Bool, 1)).unwrap();
     assert_eq!(y.as_slice::<bool>().unwrap(), &[false, false, true, true]);
 }
+
+/// Every byte of a `.npy` file and a PNG, changed or cut short, gives an array or an error,
+/// never a panic (files are user input).
+#[test]
+fn damaged_files_are_errors_not_panics() {
+    let dir = temp_dir("damaged");
+    let mut rng = StdRng::seed_from_u64(8);
+    let cases = [
+        ("x.npy", Dtype::I32, vec![3usize, 5]),
+        ("x.png", Dtype::U16, vec![4, 3, 3]),
+    ];
+    for (name, dtype, shape) in cases {
+        let path = dir.join(name);
+        strata::io::write(&path, &random_buffer(dtype, &shape, &mut rng).unwrap(), "x").unwrap();
+        let good = std::fs::read(&path).unwrap();
+        let decl = declared("X", dtype, shape.len());
+        for trial in 0..300 {
+            let mut bytes = good.clone();
+            match trial % 3 {
+                0 => bytes.truncate(rng.random_range(0..good.len())),
+                _ => {
+                    for _ in 0..rng.random_range(1..4) {
+                        let i = rng.random_range(0..bytes.len());
+                        bytes[i] = rng.random();
+                    }
+                }
+            }
+            std::fs::write(&path, &bytes).unwrap();
+            let read = std::panic::catch_unwind(|| strata::io::read(&path, &decl).map(|_| ()));
+            assert!(read.is_ok(), "{name} trial {trial}: reading panicked");
+        }
+    }
+}
