@@ -12,6 +12,7 @@ use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use std::collections::HashSet;
+use strata_scheduler::schedule::canonical::canonicalize_lifted;
 use strata_scheduler::Schedule;
 
 /// Which strategy proposes candidates.
@@ -92,8 +93,28 @@ impl Searcher {
         self.seen.insert(hash.to_string());
     }
 
-    /// The next candidate not measured before; `None` when none can be found.
+    /// The next candidate not measured before, its schedule canonical (no directive that
+    /// changes nothing: `schedule::canonical`), so schedules that compile alike are measured,
+    /// hashed and recorded once; `None` when none can be found.
     pub fn propose(&mut self) -> Option<Candidate> {
+        for _ in 0..MAX_TRIES {
+            let mut c = self.propose_as_generated()?;
+            let Ok(schedule) = canonicalize_lifted(&self.space.lifted, &c.schedule) else {
+                return Some(c);
+            };
+            let hash = schedule_hash(&schedule);
+            // Unchanged, the candidate is fresh (`propose_as_generated` checked its hash);
+            // shortened, it may be a schedule measured before in its canonical form.
+            if hash == c.hash || self.seen.insert(hash.clone()) {
+                (c.schedule, c.hash) = (schedule, hash);
+                return Some(c);
+            }
+        }
+        None
+    }
+
+    /// The next candidate as the space writes it (its hash marked seen).
+    fn propose_as_generated(&mut self) -> Option<Candidate> {
         while let Some(genome) = self.seeds.pop() {
             if let Some(c) = self.candidate(genome) {
                 self.seen.insert(c.hash.clone());

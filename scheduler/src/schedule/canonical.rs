@@ -35,8 +35,16 @@ use strata_dsl::{Expr, Pipeline};
 /// `schedule` without the directives whose removal leaves every validated plan unchanged
 /// (see the module doc). Errors only where `schedule` itself is refused.
 pub fn canonicalize(pipeline: &Pipeline, schedule: &Schedule) -> Result<Schedule, ScheduleError> {
-    let lifted = lift_reductions(pipeline);
-    let reference = versions(&lifted, schedule)?;
+    canonicalize_lifted(&lift_reductions(pipeline), schedule)
+}
+
+/// `canonicalize` for a pipeline already lifted (`lower::lift_reductions`), as the tuner's
+/// space holds it.
+pub fn canonicalize_lifted(
+    lifted: &Lifted,
+    schedule: &Schedule,
+) -> Result<Schedule, ScheduleError> {
+    let reference = versions(lifted, schedule)?;
     let mut current = schedule.clone();
     // Until nothing more goes: dropping a directive can make an earlier one droppable
     // (a `split` once the `reorder` naming its loops is gone).
@@ -44,7 +52,7 @@ pub fn canonicalize(pipeline: &Pipeline, schedule: &Schedule) -> Result<Schedule
         let before = current.clone();
         for (line, directive) in positions(&before).into_iter().rev() {
             let candidate = without(&current, line, directive);
-            if same_plans(&lifted, &candidate, &reference) {
+            if same_plans(lifted, &candidate, &reference) {
                 current = candidate;
             }
         }
