@@ -1,4 +1,4 @@
-//! The workloads of DESIGN §7, each at 1 thread and at all threads: strata's default, hand
+//! The workloads of docs/design.md §7, each at 1 thread and at all threads: strata's default, hand
 //! (`examples/schedules/<kernel>.sched`) and tuned (the tuning database's winner, when there is
 //! one) schedules, beside the loop nest a user would write in plain Rust (single-threaded and
 //! rayon over rows) and, for sgemm, the `matrixmultiply` crate.

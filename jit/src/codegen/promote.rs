@@ -2,7 +2,7 @@
 //! change across the loop (an accumulator tile: `C[ramp(i * 64 + j, 1, 8)] += ...` inside the
 //! `k` loop) is read into Cranelift variables before the loop, used and updated there, and
 //! written back after it. Cranelift does not promote memory to registers itself, and without
-//! this no register-blocked kernel comes near the peak (../shared/DESIGN.md §5).
+//! this no register-blocked kernel comes near the peak (docs/design.md §5).
 //!
 //! A buffer qualifies when, inside the loop, every access to it is unconditional (not under an
 //! `if`), has an index that is a scalar or a dense ramp, is invariant in the loop (after

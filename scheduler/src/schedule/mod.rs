@@ -1,5 +1,5 @@
 //! Schedules as data: for each function and each of its stages, the directives of
-//! ../shared/DESIGN.md §4 in the order written. A `Schedule` is built with the chaining API
+//! docs/design.md §4 in the order written. A `Schedule` is built with the chaining API
 //! (`s.func("out").tile(...).vectorize(...)`), parsed from and printed to the text form
 //! (`text.rs`, round-trips exactly), serialized with serde, and validated against a pipeline
 //! before lowering (`validate.rs`).

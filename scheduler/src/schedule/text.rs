@@ -1,4 +1,4 @@
-//! The schedule's text form (../shared/DESIGN.md §8): one line per function stage, directives
+//! The schedule's text form (docs/design.md §8): one line per function stage, directives
 //! chained with `.`, lines separated by newlines or `;`.
 //!
 //! ```text
@@ -31,8 +31,13 @@ impl fmt::Display for Line {
         if let StageRef::Update(i) = self.stage {
             write!(f, ".update({i})")?;
         }
+        let mut directives = self.directives.as_slice();
+        if let [Directive::Specialize(cond), rest @ ..] = directives {
+            write!(f, ".specialize({cond})")?;
+            directives = rest;
+        }
         f.write_str(":")?;
-        for (i, d) in self.directives.iter().enumerate() {
+        for (i, d) in directives.iter().enumerate() {
             f.write_str(if i == 0 { " " } else { "." })?;
             write!(f, "{d}")?;
         }
@@ -120,6 +125,7 @@ impl fmt::Display for Directive {
             Directive::ReorderStorage(vars) => write!(f, "reorder_storage({})", vars.join(", ")),
             Directive::Wrap { producer, wrapper } => write!(f, "wrap({producer}, {wrapper})"),
             Directive::FoldStorage { var, extent } => write!(f, "fold_storage({var}, {extent})"),
+            Directive::Specialize(cond) => write!(f, "specialize({cond})"),
             Directive::Rfactor { var, intermediate } => write!(f, "rfactor({var}, {intermediate})"),
         }
     }
@@ -186,6 +192,12 @@ const DIRECTIVES: &[(&str, usize, usize, &str)] = &[
     ("wrap", 2, 2, "wrap(input or function, new function)"),
     ("fold_storage", 2, 2, "fold_storage(dim, extent)"),
     ("rfactor", 2, 2, "rfactor(reduction loop, new function)"),
+    (
+        "specialize",
+        1,
+        1,
+        "specialize(condition), the condition over sizes and scalar parameters",
+    ),
 ];
 
 const TAILS: &str = "guard, shift or round_up";
@@ -199,6 +211,9 @@ enum Kind {
     Comma,
     Dot,
     Colon,
+    /// The condition of `specialize(...)`: the text between its parentheses, kept whole
+    /// (it is kernel-language text, which the dsl's parser reads at validation).
+    Cond,
     /// A newline or `;`.
     Sep,
     Eof,
@@ -268,12 +283,51 @@ fn tokenize(text: &str) -> Result<Vec<Token>, Diagnostic> {
             kind,
             span: Span::new(start, i),
         });
+        if kind == Kind::Ident && &text[start..i] == "specialize" && text[i..].starts_with('(') {
+            i = condition_tokens(text, i, &mut tokens)?;
+        }
     }
     tokens.push(Token {
         kind: Kind::Eof,
         span: Span::new(text.len(), text.len()),
     });
     Ok(tokens)
+}
+
+/// The tokens of `(cond)` starting at the `(` at `open`: `(`, the condition's text as one
+/// `Cond` token (spaces around it left out), `)`. Parentheses nest; the condition ends on its
+/// line. Returns the index after the `)`.
+fn condition_tokens(text: &str, open: usize, tokens: &mut Vec<Token>) -> Result<usize, Diagnostic> {
+    let mut depth = 0usize;
+    for (offset, c) in text[open..].char_indices() {
+        let at = open + offset;
+        match c {
+            '(' => depth += 1,
+            ')' if depth > 1 => depth -= 1,
+            ')' => {
+                let inner = &text[open + 1..at];
+                let start = open + 1 + (inner.len() - inner.trim_start().len());
+                let end = at - (inner.len() - inner.trim_end().len());
+                let kinds = [
+                    (Kind::LParen, open, open + 1),
+                    (Kind::Cond, start, end.max(start)),
+                ];
+                for (kind, a, b) in kinds.into_iter().chain([(Kind::RParen, at, at + 1)]) {
+                    tokens.push(Token {
+                        kind,
+                        span: Span::new(a, b),
+                    });
+                }
+                return Ok(at + 1);
+            }
+            '\n' | ';' => break,
+            _ => {}
+        }
+    }
+    Err(error(
+        "unclosed `(`: the condition of `specialize` ends with `)` on its line",
+        Span::new(open, open + 1),
+    ))
 }
 
 /// One argument of a directive (or a line's head) as written.
@@ -369,13 +423,18 @@ impl<'a> Parser<'a> {
                 ))
             }
         };
-        let expected = format!("`:` after `{}`", head.text);
+        let mut directives = Vec::new();
+        let (func, specialized) = self.head_specialization(func, stage)?;
+        directives.extend(specialized);
+        let expected = format!(
+            "`:` after `{}`",
+            self.slice(head.span.to(self.token(self.pos.saturating_sub(1)).span))
+        );
         self.expect(
             Kind::Colon,
             &expected,
             "; a line reads `func: directive(...).directive(...)`",
         )?;
-        let mut directives = Vec::new();
         if !matches!(self.peek().kind, Kind::Sep | Kind::Eof) {
             directives.push(self.directive("a directive after `:`")?);
             while self.peek().kind == Kind::Dot {
@@ -398,10 +457,53 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// The `.specialize(cond)` of a line's head, `f.specialize(cond):` or
+    /// `f.update(N).specialize(cond):`: `func` without it, and the directive. (For a pure
+    /// stage the head's name ran on through `.specialize`.)
+    fn head_specialization(
+        &mut self,
+        func: String,
+        stage: StageRef,
+    ) -> Result<(String, Option<Directive>), Diagnostic> {
+        if stage == StageRef::Pure {
+            match func.strip_suffix(".specialize") {
+                Some(f) if self.peek().kind == Kind::LParen => {
+                    let cond = self.condition()?;
+                    return Ok((f.to_string(), Some(cond)));
+                }
+                _ => return Ok((func, None)),
+            }
+        }
+        let is_specialize = self.peek().kind == Kind::Dot
+            && self.slice(self.token(self.pos + 1).span) == "specialize"
+            && self.token(self.pos + 2).kind == Kind::LParen;
+        if !is_specialize {
+            return Ok((func, None));
+        }
+        self.pos += 2;
+        Ok((func, Some(self.condition()?)))
+    }
+
+    /// `(cond)` after `specialize`, as the directive.
+    fn condition(&mut self) -> Result<Directive, Diagnostic> {
+        self.expect(Kind::LParen, "`(` after `specialize`", "")?;
+        let cond = self.peek();
+        if cond.kind != Kind::Cond || cond.span.start == cond.span.end {
+            let message = "`specialize` takes a condition over sizes and scalar parameters, as in `specialize(W % 16 == 0)`";
+            return Err(error(message, cond.span));
+        }
+        self.bump();
+        self.expect(Kind::RParen, "`)` after the condition", "")?;
+        Ok(Directive::Specialize(self.slice(cond.span).to_string()))
+    }
+
     /// `name(args)`, or a bare `compute_inline`, `compute_root` or `store_root`.
     fn directive(&mut self, expected: &str) -> Result<Directive, Diagnostic> {
         let name_token = self.expect(Kind::Ident, expected, "")?;
         let name = self.slice(name_token.span);
+        if name == "specialize" && self.peek().kind == Kind::LParen {
+            return self.condition();
+        }
         let Some(&(_, min, max, usage)) = DIRECTIVES.iter().find(|d| d.0 == name) else {
             return Err(error(unknown_directive(name), name_token.span));
         };
