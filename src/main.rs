@@ -550,9 +550,19 @@ fn run_command(
     // Written even when the answer is wrong (the error below says so), for inspection.
     run::write_outputs(chosen, &output, &outputs)?;
     print_out(&if json {
-        json_text(chosen, &sizes, &schedule, settings, &m)
+        json_text(chosen, &sizes, &schedule, settings, &m, &outputs)
     } else {
-        report_text(chosen, &sizes, settings, &m)
+        let mut lines = vec![report_text(chosen, &sizes, settings, &m)];
+        for path in &outputs {
+            lines.push(format!(
+                "output: {} {}{:?} written to {}",
+                chosen.output.name,
+                output.dtype(),
+                output.shape(),
+                path.display()
+            ));
+        }
+        lines.join("\n")
     })?;
     match m.correct {
         Some(false) => Err(format!(
@@ -570,7 +580,9 @@ fn json_text(
     schedule: &Schedule,
     settings: &run::RunSettings,
     m: &run::Measurement,
+    outputs: &[PathBuf],
 ) -> String {
+    let outputs: Vec<String> = outputs.iter().map(|p| p.display().to_string()).collect();
     let value = serde_json::json!({
         "kernel": kernel.name,
         "shape": sizes,
@@ -584,6 +596,7 @@ fn json_text(
         "gflops": m.gflops(),
         "gbps": m.gbps(),
         "correct": m.correct,
+        "outputs": outputs,
     });
     value.to_string()
 }

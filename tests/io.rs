@@ -325,6 +325,8 @@ fn run_infers_sizes_from_npy_inputs_and_writes_the_reference_answer() {
     assert!(stdout.starts_with("matmul K=4,M=3,N=5 "), "{stdout}");
     assert!(stdout.contains("answer: matches the reference"), "{stdout}");
     assert!(stdout.contains("time: median"), "{stdout}");
+    let written = format!("output: C f32[3, 5] written to {}", pc.display());
+    assert!(stdout.contains(&written), "{stdout}");
     let args = Args::new().buffer("A", a).buffer("B", b);
     let expected = strata::evaluate(&pipeline("matmul"), &args).unwrap();
     let got = read_npy(&pc, Dtype::F32, 2);
@@ -396,6 +398,21 @@ fn run_takes_scalar_parameters_and_an_8_bit_png() {
         .scalar("offset", Value::F32(-20.0));
     let expected = strata::evaluate(&pipeline("brighten"), &args).unwrap();
     assert_eq!(read_npy(&npy_out, Dtype::U8, 2), expected);
+    // --json says which files it wrote.
+    let out = strata(&[
+        "run",
+        &example("brighten"),
+        "--input",
+        &arg_in,
+        "--output",
+        npy_out.to_str().unwrap(),
+        "--min-time",
+        "0",
+        "--json",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["outputs"][0], npy_out.display().to_string());
+    assert_eq!(json["correct"], true);
 }
 
 #[test]
