@@ -1,5 +1,10 @@
 //! Owned, typed, row-major buffers: the inputs and outputs of the reference evaluator (and of
 //! every later rung's tests). The last index is contiguous, as in numpy and ndarray.
+//!
+//! Also borrowed views of the caller's memory (`BufferView`, `BufferViewMut`, `ViewArgs`): a
+//! slice and a shape, which compiled kernels read and write in place. A view keeps its element
+//! type in an enum of slices rather than a type parameter, so one argument map holds inputs of
+//! different types; both kinds are checked by the same code (`BufferShape`, `Signature::bind`).
 
 use crate::dtype::Dtype;
 use crate::value::Value;
