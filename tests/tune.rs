@@ -1086,7 +1086,7 @@ fn tune_summary_report_and_json_agree() {
     let reported = report(db.path());
     assert_eq!(
         reported,
-        [entry.clone()],
+        std::slice::from_ref(&entry),
         "tune --json's entry is report --json's"
     );
 

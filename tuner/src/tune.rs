@@ -599,7 +599,7 @@ impl Session<'_> {
         // could not finish would be cut off and its time lost.
         let next = self.timed.last().map_or(Duration::ZERO, |t| t.wall);
         let end = Instant::now() + self.confirm_reserve(time) + next;
-        (self.budget_hit || end >= deadline).then(|| StopReason::TimeBudget(time.as_secs_f64()))
+        (self.budget_hit || end >= deadline).then_some(StopReason::TimeBudget(time.as_secs_f64()))
     }
 
     /// The time to keep for the final re-measurement: what measuring the schedules it would
