@@ -3,7 +3,7 @@
 //! backend built in (`compile/<kernel>/<kind>` is Cranelift, `compile-llvm/...` LLVM).
 //! The tuner's budget depends on this (target with Cranelift: median under 20 ms).
 //!
-//! `cargo bench --bench compile` (add `--features llvm` for the LLVM rows)
+//! `cargo bench -p strata-benches --bench compile` (add `--features llvm` for the LLVM rows)
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use rand::rngs::StdRng;
@@ -22,8 +22,11 @@ const KERNELS: [&str; 7] = [
     "brighten",
 ];
 
+/// The repository root (this package is `benches/`, one level below it).
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+
 fn read(path: &str) -> String {
-    std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    std::fs::read_to_string(format!("{ROOT}/{path}")).unwrap()
 }
 
 fn example(name: &str) -> Pipeline {

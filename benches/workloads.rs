@@ -3,11 +3,11 @@
 //! one) schedules, beside the loop nest a user would write in plain Rust (single-threaded and
 //! rayon over rows) and, for sgemm, the `matrixmultiply` crate.
 //!
-//! `cargo bench --bench workloads`
+//! `cargo bench -p strata-benches --bench workloads` (this package is `benches/`)
 //!
 //! Every strata kernel is compiled once for its shape outside the timed closure, and its output
 //! is checked once against the plain Rust result before it is timed. The tuned variant reads
-//! `STRATA_DB` or `strata.db` and is skipped, with a note, when the database has no winner.
+//! `STRATA_DB` or the repository root's `strata.db` and is skipped, with a note, when the database has no winner.
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode};
@@ -25,8 +25,11 @@ use strata::{parse_kernel, Args, Buffer, Pipeline, Schedule, TunedFrom};
 const SGEMM_1024: bool = false;
 const SEED: u64 = 0x5747_a7a;
 
+/// The repository root (this package is `benches/`, one level below it).
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+
 fn read(path: &str) -> String {
-    std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    std::fs::read_to_string(format!("{ROOT}/{path}")).unwrap()
 }
 
 fn example(name: &str) -> Pipeline {
@@ -51,7 +54,9 @@ fn thread_counts() -> Vec<usize> {
 }
 
 fn db() -> Option<strata::tuning_db::Db> {
-    let path = std::env::var("STRATA_DB").unwrap_or_else(|_| "strata.db".to_string());
+    // `cargo bench` runs in this package's folder: the default database is the repository
+    // root's, where `cargo run --release -- tune` puts it.
+    let path = std::env::var("STRATA_DB").unwrap_or_else(|_| format!("{ROOT}/strata.db"));
     match strata::tuning_db::Db::open_existing(std::path::Path::new(&path)) {
         Ok(db) => Some(db),
         Err(e) => {
