@@ -14,7 +14,10 @@ const SOURCE: &str = "kernel matmul(A: f32[M, K], B: f32[K, N]) -> C: f32[M, N] 
 }";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // Candidates are measured in a child process running this same program.
+    // Candidates are measured in child processes running this same program (started with
+    // `--strata-worker` and `STRATA_WORKER` set), so a crashing or hanging candidate cannot take
+    // the tuner down. In such a child this call serves the tuner and exits; here it returns at
+    // once. It must come before anything else `main` does.
     strata::tuner::run_worker_if_requested();
 
     let matmul = strata::parse_kernel(SOURCE, "matmul")?;

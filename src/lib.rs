@@ -1,6 +1,55 @@
-//! strata: a compute-and-schedule compiler. Kernels are pure functions over index variables,
-//! written in strata's kernel language (the `dsl` rung) either in `.strata` files or inline with
-//! `kernel!`; later rungs schedule, compile and tune them.
+//! strata: a compute-and-schedule compiler in the line of Halide and TVM. A kernel says *what*
+//! to compute, as pure functions over index variables in strata's kernel language (a `.strata`
+//! file, or inline with [`kernel!`]); a [`Schedule`] says *how* (tiling, vectorization,
+//! parallelism, where producers are computed); [`compile`] lowers both to machine code for this
+//! CPU; the [`tuner`] searches schedules and keeps every measurement in a [`tuning_db::Db`],
+//! from which [`compile_tuned`] takes the winner. Whatever the schedule, the answer is the
+//! reference evaluator's ([`evaluate`]): exactly for integers, within reassociation for floats.
+//!
+//! This crate is the one to depend on: it re-exports the rungs, each its own crate, as modules:
+//!
+//! | module | crate | what it holds |
+//! |---|---|---|
+//! | [`dsl`] | strata-dsl | the kernel language: parser, checker, [`Pipeline`], [`Buffer`], [`Args`], the reference evaluator |
+//! | [`scheduler`] | strata-scheduler | [`Schedule`] (Rust API and text form), its rules, lowering to the loop IR, the loop-IR interpreter |
+//! | [`jit`] | strata-jit | code generation (Cranelift; LLVM with the feature `llvm`) and [`CompiledKernel`]'s checked call |
+//! | [`tuner`] | strata-tuner | the search: [`tuner::tune`], [`tuner::TuneOptions`], measurement in worker processes |
+//! | [`tuning_db`] | strata-tuning-db | the SQLite store of every measurement: [`tuning_db::Db`], reports, export/import |
+//!
+//! and adds [`compile`], [`compile_with`], [`compile_tuned`], [`io`] (`.npy` and PNG files) and,
+//! with the cargo feature `ndarray`, `nd` (ndarray views). The guide (`docs/guide.md` in the
+//! repository) lists every language feature and schedule directive.
+//!
+//! # Compile a kernel with a schedule, run it, check it
+//!
+//! ```
+//! use strata::{Args, Buffer, Schedule, Value};
+//!
+//! let source = "kernel saxpy(X: f32[N], Y: f32[N], a: f32) -> Z: f32[N] {
+//!     Z(i) = a * X(i) + Y(i);
+//! }";
+//! let kernel = strata::parse_kernel(source, "saxpy")?;
+//!
+//! // Chunks of 64 elements on the thread pool, each 8 lanes wide. The same schedule in Rust:
+//! // `schedule.func("Z").split("i", "io", "ii", 64).vectorize("ii", 8).parallel("io")`.
+//! let schedule: Schedule = "Z: split(i, io, ii, 64).vectorize(ii, 8).parallel(io)".parse()?;
+//! // No sizes fixed: the compiled kernel runs on any N.
+//! let compiled = strata::compile(&kernel, &schedule, &strata::Sizes::new())?;
+//!
+//! let n = 1000;
+//! let x = Buffer::from_vec(&[n], (0..n).map(|i| i as f32).collect())?;
+//! let y = Buffer::from_vec(&[n], vec![1.0f32; n])?;
+//! let args = Args::new().buffer("X", x).buffer("Y", y).scalar("a", Value::F32(2.0));
+//! let threads = 2;
+//! let z = compiled.run(&args, threads)?; // buffers are checked against the signature first
+//!
+//! let reference = strata::evaluate(&kernel, &args)?;
+//! assert_eq!(z.as_slice::<f32>(), reference.as_slice::<f32>());
+//! assert_eq!(z.as_slice::<f32>().unwrap()[3], 7.0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The same kernel inline, checked when your program compiles (errors point at the token):
 //!
 //! ```
 //! let scale = strata::kernel! {
@@ -13,18 +62,48 @@
 //! let y = strata::evaluate(&scale, &args).unwrap();
 //! assert_eq!(y.as_slice::<f32>().unwrap(), &[2.0, 4.0, 6.0]);
 //! ```
+//!
+//! # Tune, then use the winner
+//!
+//! ```no_run
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // The tuner measures each candidate in a child process: this same program, started
+//!     // again with `--strata-worker` and `STRATA_WORKER` set. This call, first in `main`,
+//!     // serves those requests and exits in the child; in your run it returns at once.
+//!     strata::tuner::run_worker_if_requested();
+//!
+//!     let source = "kernel scale(X: f32[N], alpha: f32) -> Y: f32[N] { Y(i) = alpha * X(i); }";
+//!     let kernel = strata::parse_kernel(source, "scale")?;
+//!     let sizes = strata::sizes(&[("N", 1 << 20)]);
+//!     let db = strata::tuning_db::Db::open("strata.db")?;
+//!     let options = strata::tuner::TuneOptions { trials: Some(50), ..Default::default() };
+//!     strata::tuner::tune(&db, &kernel, source, &sizes, &options)?;
+//!
+//!     // Later, in any program: the winner for this kernel, shape, machine and backend, or the
+//!     // default schedule with a warning (`strata tune` on the command line fills the same db).
+//!     let (compiled, from) = strata::compile_tuned(&db, &kernel, &sizes, options.threads)?;
+//!     println!("{from:?}");
+//!     # let _ = compiled;
+//!     Ok(())
+//! }
+//! ```
 
+#[doc(inline)]
 pub use strata_dsl as dsl;
 pub use strata_dsl::{
     evaluate, parse_kernel, parse_kernel_file, parse_kernels, sizes, Args, Buffer, Diagnostic,
     Dtype, EvalError, KernelHash, Pipeline, Sizes, Value,
 };
+#[doc(inline)]
 pub use strata_jit as jit;
 pub use strata_jit::{Backend, CallError, CodegenOptions, CompiledKernel};
 pub use strata_macros::kernel;
+#[doc(inline)]
 pub use strata_scheduler as scheduler;
 pub use strata_scheduler::{lower::lower, LoweredKernel, Schedule};
+#[doc(inline)]
 pub use strata_tuner as tuner;
+#[doc(inline)]
 pub use strata_tuning_db as tuning_db;
 
 pub use strata_jit::CompileError;
@@ -32,7 +111,23 @@ pub use strata_jit::CompileError;
 pub mod io;
 #[cfg(feature = "ndarray")]
 pub mod nd;
-pub use strata_dsl::buffer::{BufferView, BufferViewMut, ViewArgs};
+/// Borrowed views: a compiled kernel runs on the caller's memory, checked as owned buffers are.
+///
+/// ```
+/// let scale = strata::kernel! {
+///     kernel scale(X: f32[N], alpha: f32) -> Y: f32[N] { Y(i) = alpha * X(i); }
+/// };
+/// let kernel = strata::compile(&scale, &strata::Schedule::new(), &strata::Sizes::new())?;
+/// let (x, mut y) = (vec![1.0f32, 2.0, 3.0], vec![0.0f32; 3]);
+/// let args = strata::ViewArgs::new()
+///     .buffer("X", strata::BufferView::new(&x, &[3])?)
+///     .scalar("alpha", strata::Value::F32(2.0));
+/// kernel.run_views_into(&args, strata::BufferViewMut::new(&mut y, &[3])?, 1)?;
+/// assert_eq!(y, [2.0, 4.0, 6.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub use strata_dsl::buffer::BufferView;
+pub use strata_dsl::buffer::{BufferViewMut, ViewArgs};
 
 /// Lowers `pipeline` under `schedule` and compiles it for this CPU with Cranelift. The result
 /// runs on any shape; `fixed` sizes (e.g. `strata::sizes(&[("M", 512)])`, or `&Sizes::new()`
