@@ -4,6 +4,36 @@
 //! Pipeline plus a Schedule into the loop-nest IR (`ir`) as a fixed list of named passes
 //! (`lower`), with the simplifier (`simplify`), a printer and an interpreter that runs lowered
 //! IR on buffers (the second oracle after the reference evaluator).
+//!
+//! A [`Schedule`] is built with the chaining API (`schedule.func("out").tile(..)`) or parsed
+//! from its text form, one line per function stage; every directive is described in
+//! [`Directive`] and in the guide (`docs/guide.md`). An illegal schedule is an error naming the
+//! function, the directive and the rule broken ([`schedule::validate::Rule`]).
+//!
+//! ```
+//! use strata_scheduler::Schedule;
+//!
+//! let kernel = strata_dsl::parse_kernel(
+//!     "kernel scale(X: f32[N], alpha: f32) -> Y: f32[N] { Y(i) = alpha * X(i); }",
+//!     "scale.strata",
+//! )?;
+//! let schedule: Schedule = "Y: split(i, io, ii, 16).vectorize(ii, 4)".parse()?;
+//! let lowered = strata_scheduler::lower::lower(&kernel, &schedule)?;
+//! println!("{lowered}"); // the loop nest, as `strata lower --stage loops` prints it
+//!
+//! // The loop-IR interpreter agrees with the reference evaluator.
+//! let x = strata_dsl::Buffer::from_vec(&[40], vec![1.5f32; 40])?;
+//! let args = strata_dsl::Args::new()
+//!     .buffer("X", x)
+//!     .scalar("alpha", strata_dsl::Value::F32(2.0));
+//! let y = strata_scheduler::interp::interpret(&lowered, &args)?;
+//! assert_eq!(y.as_slice::<f32>().unwrap(), &[3.0f32; 40][..]);
+//!
+//! // Illegal: `k` is no variable of `Y`.
+//! let bad: Schedule = "Y: vectorize(k, 4)".parse()?;
+//! assert!(strata_scheduler::lower::lower(&kernel, &bad).is_err());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod generate;
 pub mod generate_pipeline;
