@@ -64,18 +64,22 @@ impl Dtype {
         Dtype::ALL.into_iter().find(|t| t.name() == name)
     }
 
+    /// `f32` or `f64`.
     pub fn is_float(self) -> bool {
         matches!(self, Dtype::F32 | Dtype::F64)
     }
 
+    /// Any signed or unsigned integer type (not `bool`).
     pub fn is_int(self) -> bool {
         self.is_signed_int() || self.is_unsigned_int()
     }
 
+    /// `i8`, `i16`, `i32` or `i64`.
     pub fn is_signed_int(self) -> bool {
         matches!(self, Dtype::I8 | Dtype::I16 | Dtype::I32 | Dtype::I64)
     }
 
+    /// `u8`, `u16` or `u32`.
     pub fn is_unsigned_int(self) -> bool {
         matches!(self, Dtype::U8 | Dtype::U16 | Dtype::U32)
     }

@@ -52,6 +52,7 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// The operator as the kernel language writes it (`+`, `<=`, `&&`).
     pub fn symbol(self) -> &'static str {
         match self {
             BinOp::Add => "+",
@@ -70,6 +71,7 @@ impl BinOp {
         }
     }
 
+    /// `==`, `!=`, `<`, `<=`, `>`, `>=`: operands of one type, a `bool` result.
     pub fn is_comparison(self) -> bool {
         matches!(
             self,
@@ -77,6 +79,7 @@ impl BinOp {
         )
     }
 
+    /// `&&` and `||`: `bool` operands and result.
     pub fn is_logical(self) -> bool {
         matches!(self, BinOp::And | BinOp::Or)
     }
@@ -197,6 +200,7 @@ fn op_error(op: &str, values: &[Value]) -> OpError {
 }
 
 impl Value {
+    /// The element type of this value.
     pub fn dtype(self) -> Dtype {
         match self {
             Value::Bool(_) => Dtype::Bool,

@@ -13,17 +13,22 @@ pub struct Type {
 }
 
 impl Type {
+    /// A scalar `i32`: the type of every index and loop variable.
     pub const I32: Type = Type::scalar(Dtype::I32);
+    /// A scalar `bool`: the type of conditions.
     pub const BOOL: Type = Type::scalar(Dtype::Bool);
 
+    /// One lane of `dtype`.
     pub const fn scalar(dtype: Dtype) -> Type {
         Type { dtype, lanes: 1 }
     }
 
+    /// The same element type with `lanes` lanes.
     pub fn with_lanes(self, lanes: u16) -> Type {
         Type { lanes, ..self }
     }
 
+    /// More than one lane.
     pub fn is_vector(self) -> bool {
         self.lanes > 1
     }
@@ -134,6 +139,7 @@ impl ReduceOp {
         }
     }
 
+    /// The operation's name as the printed IR writes it (`add`, `mul`, `min`, `max`).
     pub fn name(self) -> &'static str {
         match self {
             ReduceOp::Add => "add",
@@ -222,42 +228,52 @@ pub enum Stmt {
 }
 
 impl Expr {
+    /// The `i32` constant `v`.
     pub fn int(v: i32) -> Expr {
         Expr::Const(Value::I32(v))
     }
 
+    /// The `i32` variable `name` (an index, a loop variable, a size).
     pub fn var(name: impl Into<String>) -> Expr {
         Expr::Var(name.into(), Type::I32)
     }
 
+    /// `a op b`.
     pub fn binary(op: BinOp, a: Expr, b: Expr) -> Expr {
         Expr::Binary(op, Box::new(a), Box::new(b))
     }
 
+    /// `a + b`.
     pub fn add(a: Expr, b: Expr) -> Expr {
         Expr::binary(BinOp::Add, a, b)
     }
 
+    /// `a - b`.
     pub fn sub(a: Expr, b: Expr) -> Expr {
         Expr::binary(BinOp::Sub, a, b)
     }
 
+    /// `a * b`.
     pub fn mul(a: Expr, b: Expr) -> Expr {
         Expr::binary(BinOp::Mul, a, b)
     }
 
+    /// `min(a, b)`.
     pub fn min(a: Expr, b: Expr) -> Expr {
         Expr::Intrinsic(Intrinsic::Min, vec![a, b])
     }
 
+    /// `max(a, b)`.
     pub fn max(a: Expr, b: Expr) -> Expr {
         Expr::Intrinsic(Intrinsic::Max, vec![a, b])
     }
 
+    /// `a < b`.
     pub fn lt(a: Expr, b: Expr) -> Expr {
         Expr::binary(BinOp::Lt, a, b)
     }
 
+    /// `a <= b`.
     pub fn le(a: Expr, b: Expr) -> Expr {
         Expr::binary(BinOp::Le, a, b)
     }
@@ -402,6 +418,8 @@ impl Expr {
 }
 
 impl Stmt {
+    /// The statements in order as one statement: blocks among them spliced in, no-ops dropped
+    /// (one statement is itself, none is `NoOp`).
     pub fn block(stmts: Vec<Stmt>) -> Stmt {
         let mut flat = Vec::new();
         for s in stmts {
