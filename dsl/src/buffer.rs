@@ -158,10 +158,12 @@ impl Buffer {
         })
     }
 
+    /// The extents, outermost first (row-major: the last is contiguous).
     pub fn shape(&self) -> &[usize] {
         &self.shape
     }
 
+    /// The element type.
     pub fn dtype(&self) -> Dtype {
         match &self.data {
             Data::Bool(_) => Dtype::Bool,
@@ -177,6 +179,7 @@ impl Buffer {
         }
     }
 
+    /// The elements, as a vector of the element type.
     pub fn data(&self) -> &Data {
         &self.data
     }
@@ -248,10 +251,12 @@ impl Buffer {
         T::slice(&self.data)
     }
 
+    /// The number of elements (the product of the extents).
     pub fn len(&self) -> usize {
         with_vec!(&self.data, |v| v.len())
     }
 
+    /// Whether some extent is 0.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -470,22 +475,27 @@ impl<'a> BufferView<'a> {
         })
     }
 
+    /// The extents, outermost first (row-major: the last is contiguous).
     pub fn shape(&self) -> &[usize] {
         &self.shape
     }
 
+    /// The element type.
     pub fn dtype(&self) -> Dtype {
         slice_dtype!(SliceRef, self.data)
     }
 
+    /// The number of elements (the product of the extents).
     pub fn len(&self) -> usize {
         with_slice!(SliceRef, self.data, |v| v.len())
     }
 
+    /// Whether some extent is 0.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// The elements, as a slice of the element type.
     pub fn data(&self) -> SliceRef<'a> {
         self.data
     }
@@ -543,18 +553,22 @@ impl<'a> BufferViewMut<'a> {
         })
     }
 
+    /// The extents, outermost first (row-major: the last is contiguous).
     pub fn shape(&self) -> &[usize] {
         &self.shape
     }
 
+    /// The element type.
     pub fn dtype(&self) -> Dtype {
         slice_dtype!(SliceMut, self.data)
     }
 
+    /// The number of elements (the product of the extents).
     pub fn len(&self) -> usize {
         with_slice!(SliceMut, &self.data, |v| v.len())
     }
 
+    /// Whether some extent is 0.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -588,6 +602,7 @@ pub struct ViewArgs<'a> {
 }
 
 impl<'a> ViewArgs<'a> {
+    /// No buffers and no scalars yet.
     pub fn new() -> Self {
         ViewArgs::default()
     }
@@ -598,6 +613,7 @@ impl<'a> ViewArgs<'a> {
         self
     }
 
+    /// Adds the scalar parameter `name`.
     pub fn scalar(mut self, name: &str, value: Value) -> Self {
         self.scalars.insert(name.to_string(), value);
         self
