@@ -459,6 +459,7 @@ fn lower_command(
     };
     let lowered =
         strata::jit::lower_for(chosen, &schedule, &fixed).map_err(|e| format!("error: {e}"))?;
+    warn_if_wasteful(&lowered);
     if stage == Stage::Loops {
         return print_out(&lowered.to_string());
     }
@@ -490,6 +491,14 @@ pub(crate) fn print_out(text: &str) -> Result<(), String> {
     match writeln!(std::io::stdout().lock(), "{text}") {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("error: {e}")),
         _ => Ok(()),
+    }
+}
+
+/// Warns on stderr about each producer the schedule computes again in every iteration of a
+/// consumer loop its values do not depend on (`scheduler::warnings`).
+fn warn_if_wasteful(kernel: &strata::LoweredKernel) {
+    for w in strata::scheduler::warnings::recomputed(kernel) {
+        print_error(&format!("warning: {w}"));
     }
 }
 
@@ -546,6 +555,9 @@ fn run_command(
         }
         other => read_schedule(other)?,
     };
+    if let Ok(lowered) = strata::jit::lower_for(chosen, &schedule, &sizes) {
+        warn_if_wasteful(&lowered);
+    }
     let (m, output) = run::measure(chosen, &schedule, &sizes, &args, settings)?;
     // Written even when the answer is wrong (the error below says so), for inspection.
     run::write_outputs(chosen, &output, &outputs)?;

@@ -44,6 +44,7 @@ pub mod lower;
 pub mod schedule;
 pub mod signature;
 pub mod simplify;
+pub mod warnings;
 
 pub use ir::{Expr, ForKind, LoweredKernel, Stmt, Type};
 pub use schedule::{Directive, Line, LoopLevel, Schedule, StageRef, TailStrategy};

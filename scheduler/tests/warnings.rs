@@ -1,0 +1,87 @@
+//! Warnings for wasteful schedules (`warnings::recomputed`): a producer computed inside a loop
+//! of its consumer that its values do not depend on is named, with the loops and where to
+//! compute it instead; placements that do not recompute anything give no warning.
+
+use strata_dsl::{parse_kernel, Pipeline};
+use strata_scheduler::lower::lower;
+use strata_scheduler::schedule::text::parse_schedule;
+use strata_scheduler::warnings::{recomputed, Recomputed};
+
+const NORM: &str = "kernel norm(X: f32[R, C]) -> Y: f32[R, C] {
+    ss(r) = sum(c in 0..C) X(r, c) * X(r, c);
+    Y(r, c) = X(r, c) / sqrt(ss(r) + 1.0);
+}";
+
+fn warnings_for(pipeline: &Pipeline, schedule: &str) -> Vec<Recomputed> {
+    let schedule = parse_schedule(schedule).unwrap_or_else(|e| panic!("{e}"));
+    recomputed(&lower(pipeline, &schedule).unwrap_or_else(|e| panic!("{e}")))
+}
+
+fn norm() -> Pipeline {
+    parse_kernel(NORM, "norm.strata").unwrap()
+}
+
+#[test]
+fn a_row_sum_computed_per_element_is_named_with_where_to_compute_it() {
+    let warnings = warnings_for(&norm(), "ss: compute_at(Y, c)");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let w = &warnings[0];
+    assert_eq!(
+        (w.func.as_str(), w.loops.as_slice()),
+        ("ss", &["Y.s0.c".to_string()][..])
+    );
+    assert_eq!(w.instead.as_deref(), Some("Y.s0.r"));
+    assert_eq!(
+        w.to_string(),
+        "`ss` computes the same values in every iteration of `Y`'s loop `c` (compute_at(Y, c)); \
+         compute it at `Y`'s loop `r` (compute_at(Y, r)) instead"
+    );
+}
+
+#[test]
+fn recomputation_across_an_inner_tile_loop_is_counted_where_extents_are_constant() {
+    let warnings = warnings_for(&norm(), "Y: split(c, co, ci, 8); ss: compute_at(Y, ci)");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].loops, ["Y.s0.co", "Y.s0.ci"]);
+    assert_eq!(warnings[0].times, None, "co's extent depends on C");
+    let pipeline = norm();
+    let sized = strata_dsl::sizes(&[("R", 4), ("C", 32)]);
+    let kernel = lower(
+        &pipeline,
+        &parse_schedule("Y: split(c, co, ci, 8); ss: compute_at(Y, ci)").unwrap(),
+    )
+    .unwrap();
+    let kernel = strata_scheduler::lower::bind_sizes(&kernel, &sized).unwrap();
+    assert_eq!(recomputed(&kernel)[0].times, Some(32));
+}
+
+#[test]
+fn placements_that_compute_each_value_once_give_no_warning() {
+    for schedule in [
+        "",
+        "ss: compute_at(Y, r)",
+        "ss: compute_root()",
+        "Y: parallel(r); ss: compute_at(Y, r)",
+    ] {
+        assert_eq!(warnings_for(&norm(), schedule), [], "{schedule}");
+    }
+}
+
+/// blur3x3's hand schedule computes `bx` per tile of rows: each tile's rows differ, so no
+/// warning; at the innermost column loop of a row, `bx`'s three rows of one column are still
+/// needed per column (its region moves with `x`).
+#[test]
+fn stencil_producers_whose_region_moves_give_no_warning() {
+    let path = format!(
+        "{}/../examples/kernels/blur3x3.strata",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let blur = parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap();
+    for schedule in [
+        "out: split(y, yo, yi, 8).vectorize(x, 8); bx: compute_at(out, yo).vectorize(x, 8)",
+        "bx: compute_at(out, x)",
+        "bx: compute_at(out, y)",
+    ] {
+        assert_eq!(warnings_for(&blur, schedule), [], "{schedule}");
+    }
+}
