@@ -6,11 +6,14 @@ use std::fmt;
 /// A byte range `start..end` in the source text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Span {
+    /// Byte offset of the first character.
     pub start: usize,
+    /// Byte offset just past the last character.
     pub end: usize,
 }
 
 impl Span {
+    /// The bytes `start..end` of the source.
     pub fn new(start: usize, end: usize) -> Span {
         Span { start, end }
     }
@@ -32,14 +35,18 @@ impl Span {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
+    /// What is wrong, in one line.
     pub message: String,
+    /// Where, in the source.
     pub span: Span,
     /// The file name shown in the report (`kernel!` uses the Rust source location).
     pub file: String,
+    /// The source text the span indexes (for the rendered line and caret).
     pub source: String,
 }
 
 impl Diagnostic {
+    /// An error at `span`, without a file yet (`in_file` adds it and the source text).
     pub fn new(message: impl Into<String>, span: Span) -> Diagnostic {
         Diagnostic {
             message: message.into(),
