@@ -957,7 +957,7 @@ fn html_report_has_plots_tables_the_winner_and_its_loop_nest() {
     let texts = svg_texts(&html);
     for label in [
         "trial (search candidates; runs end to end)",
-        "wall time since the run started, s (reference included)",
+        "wall time, s (runs end to end; each from its start, reference included)",
         "median per call, ms (log)",
         "median per call, ms (log bins)",
         "candidates",

@@ -430,7 +430,7 @@ fn best_so_far_svg(rows: &[Row], e: &ReportEntry, axis: Axis) -> Result<String, 
         ),
         Axis::Wall => (
             "Best time so far by wall time",
-            "wall time since the run started, s (reference included)",
+            "wall time, s (runs end to end; each from its start, reference included)",
         ),
     };
     let mut svg = String::new();

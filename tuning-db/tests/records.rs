@@ -312,10 +312,16 @@ fn report_has_speedup_failures_by_kind_and_the_series() {
     // The search best and the winner name their runs and trials: here the same schedule
     // (trial 5 of run 2), searched at 0.4 ms and confirmed at 0.5 ms.
     let search = e.search_best.as_ref().unwrap();
-    assert_eq!((search.run_id, search.trial, search.median_s), (r2, 5, 0.4e-3));
+    assert_eq!(
+        (search.run_id, search.trial, search.median_s),
+        (r2, 5, 0.4e-3)
+    );
     assert!(!search.remeasured);
     let winner = e.winner.as_ref().unwrap();
-    assert_eq!((winner.run_id, winner.trial, winner.median_s), (r2, 5, 0.5e-3));
+    assert_eq!(
+        (winner.run_id, winner.trial, winner.median_s),
+        (r2, 5, 0.5e-3)
+    );
     assert!(winner.remeasured);
     assert_eq!(winner.schedule_hash, search.schedule_hash);
     assert_eq!(e.best_schedule_hash.as_deref(), Some("s5"));
