@@ -2,7 +2,8 @@
 //! later, the tuner's random search and the fuzzers). Every directive it proposes is kept only
 //! if the whole schedule still validates, so every schedule it returns is legal.
 //!
-//! First some reads are wrapped (`wrap`, about one read in six), then every function, the
+//! First some reductions are factored (`rfactor`, one update in four) and some reads are
+//! wrapped (`wrap`, about one read in six), then every function, the intermediates and
 //! wrappers included, is placed and given loop directives, consumers first; a computed
 //! function sometimes gets a random `reorder_storage`. Last, some computed functions get a
 //! `fold_storage` of a random dimension by a small extent, kept only if the schedule still
@@ -29,6 +30,7 @@ pub fn random_schedule(pipeline: &Pipeline, rng: &mut impl Rng) -> Schedule {
         schedule: Schedule::new(),
         fresh: 0,
     };
+    gen.rfactor_some(rng);
     gen.wrap_some(rng);
     let order: Vec<String> = gen
         .wrapped
@@ -91,10 +93,62 @@ impl Generator {
         format!("{base}_{}", self.fresh)
     }
 
+    /// Factors some reductions (`rfactor`, one update in four): a reduction variable whole, or
+    /// the inner or the outer part of a split of it, into a fresh intermediate, kept when legal
+    /// (an associative fold); `wrapped` then holds the intermediates, which are placed and
+    /// scheduled like any function, and the directives later added to the update's line
+    /// schedule its merge.
+    fn rfactor_some(&mut self, rng: &mut impl Rng) {
+        let funcs = self.lifted.pipeline.funcs.clone();
+        for func in &funcs {
+            for (i, update) in func.updates.iter().enumerate() {
+                let Some(r) = update.rvars.choose(rng).map(|r| r.name.clone()) else {
+                    continue;
+                };
+                if !rng.random_bool(0.25) {
+                    continue;
+                }
+                let intermediate = self.name(&format!("{}_rf", func.name));
+                let mut directives = Vec::new();
+                let var = match rng.random_range(0..3) {
+                    0 => r,
+                    part => {
+                        let outer = self.name(&format!("{r}o"));
+                        let inner = self.name(&format!("{r}i"));
+                        directives.push(Directive::Split {
+                            var: r,
+                            outer: outer.clone(),
+                            inner: inner.clone(),
+                            factor: *[2, 3, 4, 8].choose(rng).unwrap_or(&4),
+                            tail: None,
+                        });
+                        if part == 1 {
+                            inner
+                        } else {
+                            outer
+                        }
+                    }
+                };
+                directives.push(Directive::Rfactor { var, intermediate });
+                let stage = StageRef::Update(i);
+                let before = self.schedule.directives(&func.name, stage).len();
+                let line = self.schedule.stage(&func.name, stage).directives_mut();
+                line.extend(directives);
+                if self.plan().is_none() {
+                    let line = self.schedule.stage(&func.name, stage).directives_mut();
+                    line.truncate(before);
+                }
+            }
+        }
+        if let Some(plan) = self.plan() {
+            self.wrapped = plan.lifted.pipeline;
+        }
+    }
+
     /// Wraps some of each function's reads (of inputs and of other functions), each with a
     /// fresh name; `wrapped` then holds the wrappers.
     fn wrap_some(&mut self, rng: &mut impl Rng) {
-        let funcs = self.lifted.pipeline.funcs.clone();
+        let funcs = self.wrapped.funcs.clone();
         for func in &funcs {
             for producer in reads(func) {
                 if rng.random_bool(1.0 / 6.0) {

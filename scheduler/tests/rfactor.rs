@@ -424,6 +424,22 @@ fn example_kernels() {
     }
 }
 
+/// The dot product's hand schedule (`examples/schedules/dot.sched`) around its pieces of 8192.
+#[test]
+fn dot_hand_schedule() {
+    let path = format!(
+        "{}/../examples/schedules/dot.sched",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let sizes: Vec<Vec<(&str, i64)>> = [0, 5, 8192, 8193, 20000]
+        .iter()
+        .map(|&n| vec![("N", n)])
+        .collect();
+    let sizes: Vec<&[(&str, i64)]> = sizes.iter().map(Vec::as_slice).collect();
+    agrees(&example("dot"), &text, &sizes);
+}
+
 #[test]
 fn random_schedules_factor_reductions() {
     let pipeline = example("matmul");

@@ -1,10 +1,10 @@
 //! The learned cost model: ridge regression of log(run time) on features of a genome (split
-//! factors as log2, loop order, vector width, unroll factor, parallelism, packing, placement), trained
-//! online on every measurement so far. Small on purpose: the default strategy only needs it to
-//! rank many unmeasured candidates well enough to measure the promising ones first (the role of
-//! Ansor's and Adams2019's models).
+//! factors as log2, loop order, vector width, unroll factor, parallelism, packing, rfactor
+//! pieces, placement), trained online on every measurement so far. Small on purpose: the default
+//! strategy only needs it to rank many unmeasured candidates well enough to measure the
+//! promising ones first (the role of Ansor's and Adams2019's models).
 
-use crate::space::{width_at, Genome, Place, FACTORS, UNROLLS, WIDTHS};
+use crate::space::{width_at, Genome, Place, FACTORS, RFACTOR_CHUNKS, UNROLLS, WIDTHS};
 
 /// A genome's features, always the same length for one space; `widths` is the space's table
 /// of vector widths (the width is a fraction of its widest, so 1.0 is the widest vector).
@@ -32,6 +32,8 @@ pub fn features(g: &Genome, widths: &[u32]) -> Vec<f64> {
         f.push(s.vector_reduction as u8 as f64);
         f.push(s.unroll_reduction as u8 as f64);
         f.push(s.pack as u8 as f64);
+        let chunk = RFACTOR_CHUNKS[s.rfactor as usize % RFACTOR_CHUNKS.len()];
+        f.push(f64::from(chunk.max(1)).log2() / 16.0);
     }
     f
 }

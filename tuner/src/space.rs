@@ -3,9 +3,10 @@
 //! its consumer's loops); for each stage a split factor per dimension (a tile), whether the
 //! reduction loops run outside the tile's inner loops (register blocking), a vector width for the
 //! innermost pure loop, an unroll factor for the loop outside it, and whether the outermost pure
-//! loop is parallel, and whether a contraction's strided operand is packed (`Pack`). `seeds`
-//! gives rule-made starting points. `schedule` turns a genome into a
-//! legal `Schedule` (or `None` when validation refuses it); equal schedules are recognised by
+//! loop is parallel, whether a contraction's strided operand is packed (`Pack`), and whether a
+//! full reduction (a dot product's) is factored into parallel pieces (`rfactor`, the only way
+//! to run it in parallel). `seeds` gives rule-made starting points. `schedule` turns a genome
+//! into a legal `Schedule` (or `None` when validation refuses it); equal schedules are recognised by
 //! the hash of their canonical text.
 //!
 //! The vector widths depend on the backend that compiles the candidates: Cranelift's are fixed
@@ -22,7 +23,7 @@ use strata_dsl::{BinOp, Dtype};
 use strata_jit::Backend;
 use strata_scheduler::lower::lift_reductions::{lift_reductions, Lifted};
 use strata_scheduler::schedule::validate::{effective_consumers, validate, FuncPlan, Placement};
-use strata_scheduler::schedule::{Directive, LoopLevel, Schedule, StageRef};
+use strata_scheduler::schedule::{rfactor, Directive, LoopLevel, Schedule, StageRef};
 
 /// Split factors a gene can pick (1: no split).
 pub const FACTORS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
@@ -34,6 +35,8 @@ const MIN_LLVM_WIDTH: u32 = 4;
 const MAX_WIDTH: u32 = strata_scheduler::schedule::loops::MAX_LANES as u32;
 /// Unroll factors (1: none).
 pub const UNROLLS: [u32; 4] = [1, 2, 4, 8];
+/// The pieces of a factored reduction (`StageGenes::rfactor`; 0: not factored).
+pub const RFACTOR_CHUNKS: [u32; 4] = [0, 1024, 8192, 65536];
 
 /// Where a function is computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -66,6 +69,11 @@ pub struct StageGenes {
     /// loop (sgemm's B per column tile). Set by the seeds; mutation leaves it as it is.
     #[serde(default)]
     pub pack: bool,
+    /// An index into `RFACTOR_CHUNKS`: factor the stage's `StageShape::rfactor` variable into
+    /// pieces of that many points (`rfactor`), the pieces' partial results computed in
+    /// parallel and each vectorized as the stage's `vector` gene asks, then merged.
+    #[serde(default)]
+    pub rfactor: u8,
 }
 
 /// A point of the search space.
@@ -86,6 +94,10 @@ pub struct StageShape {
     pub reduction: Vec<String>,
     /// The operand packing copies, for a contraction's update.
     pub pack: Option<Pack>,
+    /// The reduction variable `rfactor` may split into parallel pieces: the innermost one of a
+    /// full reduction (an update of the output whose every pure loop has extent 1, like a dot
+    /// product's), which has no other loop to run in parallel, when it is an associative fold.
+    pub rfactor: Option<String>,
 }
 
 /// What packing copies for a contraction `f(..) += a(..) * b(..)`: its strided operand, the
@@ -159,6 +171,7 @@ impl Space {
                 pure: f.vars.clone(),
                 reduction: Vec::new(),
                 pack: None,
+                rfactor: None,
             });
             for (i, u) in f.updates.iter().enumerate() {
                 let pure: Vec<String> = f
@@ -169,7 +182,12 @@ impl Space {
                     .map(|(v, _)| v.clone())
                     .collect();
                 let reduction = u.rvars.iter().map(|r| r.name.clone()).collect();
+                let full = f.name == out && full_reduction(&lifted.pipeline);
+                let factorable = full && rfactor::factorable(&lifted.pipeline, f, u);
                 stages.push(StageShape {
+                    rfactor: (u.rvars.last())
+                        .filter(|_| factorable)
+                        .map(|r| r.name.clone()),
                     func: f.name.clone(),
                     stage: StageRef::Update(i),
                     pack: strided_operand(u, &pure),
@@ -212,6 +230,7 @@ impl Space {
                     vector_reduction: false,
                     unroll_reduction: false,
                     pack: false,
+                    rfactor: 0,
                 })
                 .collect(),
         }
@@ -293,6 +312,10 @@ impl Space {
             5 => genes.unroll_reduction = !genes.unroll_reduction,
             _ => genes.parallel = !genes.parallel,
         }
+        // Only full reductions have the gene, so other spaces draw what they always drew.
+        if self.stages[s].rfactor.is_some() && rng.random_bool(0.5) {
+            g.stages[s].rfactor = rng.random_range(0..RFACTOR_CHUNKS.len() as u8);
+        }
         g
     }
 
@@ -331,7 +354,7 @@ impl Space {
             }
             if place != Some(Place::Inline) {
                 for (shape, genes) in self.stages.iter().zip(&g.stages) {
-                    if &shape.func == name {
+                    if &shape.func == name && !self.rfactor(&mut schedule, shape, genes) {
                         for d in stage_directives(shape, genes, &self.widths) {
                             schedule
                                 .stage(&shape.func, shape.stage)
@@ -374,6 +397,37 @@ impl Space {
                 width: Some(i64::from(width)),
             });
         }
+    }
+
+    /// The lines factoring `shape`'s reduction when `genes` ask for it (whether they did):
+    /// `f.update(i): split(k, k_rf, k_in, C).rfactor(k_rf, f_rf)` and `f_rf.update(0):
+    /// parallel(k_rf).vectorize(k_in, w)`, the pieces in parallel, each a vectorized fold (`w`
+    /// the stage's width; without a width, or where the fold cannot be vectorized, scalar).
+    /// The merge, over the pieces, keeps the default loops.
+    fn rfactor(&self, schedule: &mut Schedule, shape: &StageShape, genes: &StageGenes) -> bool {
+        let chunk = RFACTOR_CHUNKS[genes.rfactor as usize % RFACTOR_CHUNKS.len()];
+        let Some(var) = shape.rfactor.as_ref().filter(|_| chunk > 0) else {
+            return false;
+        };
+        let (pieces, inner) = (format!("{var}_rf"), format!("{var}_in"));
+        let intermediate = self.fresh_name(&format!("{}_rf", shape.func));
+        (schedule.stage(&shape.func, shape.stage))
+            .split(var, &pieces, &inner, i64::from(chunk))
+            .rfactor(&pieces, &intermediate);
+        let line = schedule
+            .stage(&intermediate, StageRef::Update(0))
+            .parallel(&pieces);
+        let width = width_at(&self.widths, genes.vector);
+        if width > 0 {
+            line.vectorize(&inner, i64::from(width));
+            if validate(&self.lifted, schedule).is_err() {
+                schedule
+                    .stage(&intermediate, StageRef::Update(0))
+                    .directives_mut()
+                    .pop();
+            }
+        }
+        true
     }
 
     /// `base`, or `base` with more `_p` until no function, input or size has the name.
@@ -606,11 +660,16 @@ impl Template {
             vector_reduction: false,
             unroll_reduction: false,
             pack: false,
+            rfactor: 0,
         };
         match self {
             Template::Vector { width, reductions } => {
                 g.vector = index_of(widths, width);
                 g.vector_reduction = reductions && !shape.reduction.is_empty();
+                // A full reduction's vector folds run in parallel pieces.
+                if reductions && shape.rfactor.is_some() {
+                    g.rfactor = index_of(&RFACTOR_CHUNKS, 8192);
+                }
             }
             Template::Tile {
                 rows,
@@ -673,7 +732,18 @@ fn random_stage(shape: &StageShape, widths: usize, rng: &mut impl Rng) -> StageG
         vector_reduction: !shape.reduction.is_empty() && rng.random_bool(0.5),
         unroll_reduction: !shape.reduction.is_empty() && rng.random_bool(0.5),
         pack: false,
+        rfactor: match shape.rfactor {
+            Some(_) => rng.random_range(0..RFACTOR_CHUNKS.len() as u8),
+            None => 0,
+        },
     }
+}
+
+/// Whether the output is one value (every extent the constant 1, or none): its reduction is a
+/// full one, whose only parallelism is in the reduction itself.
+fn full_reduction(pipeline: &Pipeline) -> bool {
+    let one = |e: &Expr| matches!(e, Expr::Const(v) if v.as_i64() == Some(1));
+    pipeline.output.extents.iter().all(one)
 }
 
 /// The contraction's operand packing copies (see `Pack`), if `update` is `f(..) += a * b` with

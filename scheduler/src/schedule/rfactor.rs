@@ -63,6 +63,12 @@ pub fn apply_rfactors(
     Ok((out, schedule))
 }
 
+/// Whether `rfactor` can factor `update` of `func` (an associative fold into its own point
+/// over a rectangular domain, reading `func` nowhere else): the tuner offers it only there.
+pub fn factorable(pipeline: &Pipeline, func: &Func, update: &Update) -> bool {
+    Fold::of(pipeline, func, update).is_ok() && check_rectangular(update).is_ok()
+}
+
 /// The directives of the stage of line `l` that come before its directive `at`: those on its
 /// earlier lines, then those before `at` on line `l`.
 fn before_in_stage(schedule: &Schedule, l: usize, at: usize) -> Vec<Directive> {
