@@ -324,6 +324,9 @@ pub trait BufferShape {
     fn dtype(&self) -> Dtype;
     fn shape(&self) -> &[usize];
     fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl BufferShape for Buffer {
