@@ -174,11 +174,16 @@ pub enum TunedFrom {
     /// The tuning database's winner for this kernel, shape, machine and backend (its median
     /// time).
     Winner {
+        /// The winning schedule, as compiled.
         schedule: Schedule,
+        /// The median time in seconds of the measurement that made it the winner.
         median_s: Option<f64>,
     },
     /// No winner: the default schedule, and why (which part of the lookup differed).
-    Default { reason: String },
+    Default {
+        /// Why no winner was used, as the warning printed says it.
+        reason: String,
+    },
 }
 
 /// Compiles `pipeline` for `sizes` with Cranelift and the tuning database's winning schedule

@@ -21,7 +21,9 @@ use strata_dsl::{Buffer, Dtype, Extent};
 /// The file formats strata reads and writes, chosen by extension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// NumPy's `.npy`: every element type, C order.
     Npy,
+    /// PNG: 8-bit (`u8`) and 16-bit (`u16`) images.
     Png,
 }
 
@@ -43,48 +45,81 @@ impl Format {
 /// Why an array could not be read or written. Each names the argument and the file.
 #[derive(Debug, thiserror::Error)]
 pub enum IoError {
+    /// The file's extension is neither `.npy` nor `.png`.
     #[error("`{}` has no format strata knows: give a .npy or .png file", .0.display())]
     UnknownFormat(PathBuf),
+    /// The file could not be read or decoded.
     #[error("cannot read {what} from {}: {reason}", path.display())]
     Read {
+        /// The argument, as messages name it (`input `A``).
         what: String,
+        /// The file.
         path: PathBuf,
+        /// The underlying error, as text.
         reason: String,
     },
+    /// The file could not be encoded or written.
     #[error("cannot write {what} to {}: {reason}", path.display())]
     Write {
+        /// The argument, as messages name it (`input `A``).
         what: String,
+        /// The file.
         path: PathBuf,
+        /// The underlying error, as text.
         reason: String,
     },
+    /// The file holds another element type than the argument's (nothing is converted).
     #[error("{what} should be {expected}, but {} holds {actual}", path.display())]
     WrongDtype {
+        /// The argument, as messages name it (`input `A``).
         what: String,
+        /// The file.
         path: PathBuf,
+        /// The argument's element type.
         expected: Dtype,
+        /// What the file holds.
         actual: String,
     },
+    /// The file's array has another rank than the argument's.
     #[error("{what} has rank {expected} ({declared}), but {} holds an array of shape {actual:?}", path.display())]
     WrongRank {
+        /// The argument, as messages name it (`input `A``).
         what: String,
+        /// The file.
         path: PathBuf,
+        /// The argument's rank.
         expected: usize,
+        /// The argument's declared shape (`[M, K]`).
         declared: String,
+        /// The file's shape.
         actual: Vec<usize>,
     },
+    /// A `.npy` file in column-major order.
     #[error("{} is stored in Fortran (column-major) order; strata reads C order: save it with numpy.save(path, numpy.ascontiguousarray(a))", path.display())]
-    FortranOrder { path: PathBuf },
+    FortranOrder {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The format cannot hold this element type or shape.
     #[error("{what} is {dtype}{shape:?}: {}", format_reason(*format))]
     Unsupported {
+        /// The argument, as messages name it (`input `A``).
         what: String,
+        /// The element type asked for.
         dtype: Dtype,
+        /// The shape asked for.
         shape: Vec<usize>,
+        /// The format asked for.
         format: Format,
     },
+    /// The file's shape is not a valid buffer shape.
     #[error("{what}: {}: {source}", path.display())]
     Shape {
+        /// The argument, as messages name it (`input `A``).
         what: String,
+        /// The file.
         path: PathBuf,
+        /// Why the shape is refused.
         source: ShapeError,
     },
 }
@@ -104,7 +139,9 @@ fn format_reason(format: Format) -> &'static str {
 pub struct Declared {
     /// `input `A`` or `output `C``.
     pub what: String,
+    /// The element type.
     pub dtype: Dtype,
+    /// The extents as declared (sizes and expressions of them).
     pub shape: Vec<Extent>,
 }
 
@@ -152,6 +189,7 @@ pub fn write(path: &Path, buffer: &Buffer, what: &str) -> Result<(), IoError> {
 /// runs, so a long run does not end in an output it cannot save.
 pub fn check_writable(
     path: &Path,
+    /// The element type asked for.
     dtype: Dtype,
     shape: &[usize],
     what: &str,

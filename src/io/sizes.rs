@@ -9,8 +9,11 @@ use strata_dsl::{Buffer, Extent, Sizes};
 /// An input read from a file.
 #[derive(Clone, Debug)]
 pub struct FileInput {
+    /// The input's name in the kernel.
     pub name: String,
+    /// The file it came from.
     pub path: PathBuf,
+    /// Its contents.
     pub buffer: Buffer,
 }
 
