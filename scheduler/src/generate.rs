@@ -8,7 +8,10 @@
 //! function sometimes gets a random `reorder_storage`. Last, some computed functions get a
 //! `fold_storage` of a random dimension by a small extent, kept only if the schedule still
 //! lowers (whether a fold is large enough only bounds inference knows), so the differential
-//! tests run folds as small as lowering allows, to the exact footprint.
+//! tests run folds as small as lowering allows, to the exact footprint; and some stages get
+//! one or two `specialize` cases (random conditions on sizes and scalar parameters, often a
+//! multiple of a small factor, which the tests' random shapes meet about as often as not),
+//! each with loop directives of its own.
 
 use crate::lower::lift_reductions::{lift_reductions, Lifted};
 use crate::lower::lower;
@@ -20,6 +23,9 @@ use strata_dsl::ir::{Expr, Func, Pipeline};
 
 /// How many directives the generator tries per stage, at most.
 const MAX_DIRECTIVES_PER_STAGE: usize = 4;
+
+/// How many versions (`schedule::specialize`) a random schedule's specializations make, at most.
+const MAX_VERSIONS: usize = 4;
 
 /// A random legal schedule for `pipeline`.
 pub fn random_schedule(pipeline: &Pipeline, rng: &mut impl Rng) -> Schedule {
@@ -57,6 +63,7 @@ pub fn random_schedule(pipeline: &Pipeline, rng: &mut impl Rng) -> Schedule {
         }
     }
     gen.fold_some(pipeline, rng);
+    gen.specialize_some(pipeline, rng);
     gen.schedule.lines.retain(|l| !l.directives.is_empty());
     gen.schedule
 }
@@ -254,23 +261,117 @@ impl Generator {
     }
 
     fn try_loop_directive(&mut self, func: &str, stage: StageRef, rng: &mut impl Rng) {
-        let Some(plan) = self.plan() else { return };
-        let Some(fp) = plan.funcs.get(func) else {
+        let Some(dims) = self.plan().and_then(|plan| stage_dims(&plan, func, stage)) else {
             return;
         };
-        if fp.compute == Placement::Inline {
-            return;
+        let d = self.random_loop_directive(&dims, rng);
+        self.try_push(func, stage, d);
+    }
+
+    /// Specializes some computed stages (one in four, up to `MAX_VERSIONS` versions) for one
+    /// or two random conditions on the sizes and scalar parameters, each case with one to
+    /// three loop directives of its own, kept only where the schedule stays legal.
+    fn specialize_some(&mut self, pipeline: &Pipeline, rng: &mut impl Rng) {
+        let Some(plan) = self.plan() else { return };
+        let mut stages = Vec::new();
+        for (name, fp) in &plan.funcs {
+            if fp.compute != Placement::Inline {
+                let refs = (0..fp.stages.len()).map(crate::schedule::validate::stage_ref);
+                stages.extend(refs.map(|s| (name.clone(), s)));
+            }
         }
-        let dims: Vec<String> = fp.stages[stage.index()]
-            .dims
-            .iter()
-            .map(|d| d.name.clone())
+        // Every version is a whole lowering: a few keep the differential tests' time bounded.
+        let mut versions = 1;
+        for (name, stage) in stages {
+            let cases = rng.random_range(1..=2);
+            if !rng.random_bool(0.25) || versions * (cases + 1) > MAX_VERSIONS {
+                continue;
+            }
+            versions *= cases + 1;
+            for _ in 0..cases {
+                self.try_specialize(pipeline, &name, stage, rng);
+            }
+        }
+    }
+
+    /// One case of `func`'s `stage` under a random condition, as a line of its own (so it
+    /// inherits all the stage's directives). With folded storage it is kept only if `pipeline`
+    /// still lowers: its loops may leave a fold too small.
+    fn try_specialize(
+        &mut self,
+        pipeline: &Pipeline,
+        func: &str,
+        stage: StageRef,
+        rng: &mut impl Rng,
+    ) {
+        let mut own: Vec<Directive> = Vec::new();
+        for _ in 0..rng.random_range(1..=3) {
+            // The case's loops: the stage's general directives, then its own so far.
+            let mut trial = self.schedule.clone();
+            trial
+                .stage(func, stage)
+                .directives_mut()
+                .extend(own.clone());
+            let dims = validate(&self.lifted, &trial).ok();
+            let Some(dims) = dims.and_then(|plan| stage_dims(&plan, func, stage)) else {
+                break;
+            };
+            let d = self.random_loop_directive(&dims, rng);
+            trial.stage(func, stage).directives_mut().push(d.clone());
+            if validate(&self.lifted, &trial).is_ok() {
+                own.push(d);
+            }
+        }
+        let cond = self.random_condition(rng);
+        let directives = std::iter::once(Directive::Specialize(cond)).chain(own);
+        self.schedule.lines.push(crate::schedule::Line {
+            func: func.to_string(),
+            stage,
+            directives: directives.collect(),
+        });
+        let folds = (self.schedule.lines.iter().flat_map(|l| &l.directives))
+            .any(|d| matches!(d, Directive::FoldStorage { .. }));
+        if self.plan().is_none() || (folds && lower(pipeline, &self.schedule).is_err()) {
+            self.schedule.lines.pop();
+        }
+    }
+
+    /// A condition on the sizes and scalar parameters: a size a multiple of a small factor
+    /// (often an extent of the output, whose splits then lose their tails) or at least a small
+    /// bound, a scalar compared with a constant, or a conjunction of two.
+    fn random_condition(&self, rng: &mut impl Rng) -> String {
+        let pipeline = &self.lifted.pipeline;
+        let mut terms: Vec<String> = pipeline.size_vars();
+        terms.extend(pipeline.output.extents.iter().map(|e| format!("({e})")));
+        let scalars: Vec<String> = (pipeline.inputs.iter())
+            .filter(|i| matches!(i.kind, strata_dsl::ir::InputKind::Scalar))
+            .filter_map(|i| match i.dtype {
+                t if t.is_float() => Some(format!("{} > 0.5", i.name)),
+                t if t.is_int() => Some(format!("{} > 1", i.name)),
+                _ => None,
+            })
             .collect();
-        if dims.is_empty() {
-            return;
+        let one = |rng: &mut dyn rand::RngCore| -> String {
+            let term = terms.choose(rng).cloned().unwrap_or_else(|| "1".into());
+            match rng.random_range(0..5) {
+                0 | 1 => format!("{term} % {} == 0", [2, 3, 4, 8].choose(rng).unwrap_or(&2)),
+                2 => format!("{term} >= {}", rng.random_range(1..=8)),
+                3 if !scalars.is_empty() => scalars.choose(rng).cloned().unwrap_or_default(),
+                _ => format!("{term} % 2 == 1"),
+            }
+        };
+        let first = one(rng);
+        if rng.random_bool(0.2) {
+            format!("{first} && {}", one(rng))
+        } else {
+            first
         }
+    }
+
+    /// A random split, tile, reorder, fuse, vectorize, unroll or parallel of `dims`.
+    fn random_loop_directive(&mut self, dims: &[String], rng: &mut impl Rng) -> Directive {
         let pick = |rng: &mut _| dims.choose(rng).cloned().unwrap_or_default();
-        let d = match rng.random_range(0..8) {
+        match rng.random_range(0..8) {
             0 | 1 => {
                 let var = pick(rng);
                 let (outer, inner) = (self.name(&format!("{var}o")), self.name(&format!("{var}i")));
@@ -312,7 +413,7 @@ impl Generator {
                 }
             }
             3 if dims.len() >= 2 => {
-                let mut vars = dims.clone();
+                let mut vars = dims.to_vec();
                 vars.swap(0, rng.random_range(0..dims.len()));
                 vars.truncate(rng.random_range(2..=dims.len()));
                 Directive::Reorder(vars)
@@ -334,9 +435,20 @@ impl Generator {
                 factor: Some(*[2, 3, 4].choose(rng).unwrap_or(&2)),
             },
             _ => Directive::Parallel { var: pick(rng) },
-        };
-        self.try_push(func, stage, d);
+        }
     }
+}
+
+/// The loops of `func`'s `stage` in `plan`, unless the function is inlined or has none.
+fn stage_dims(plan: &Plan, func: &str, stage: StageRef) -> Option<Vec<String>> {
+    let fp = plan.funcs.get(func)?;
+    if fp.compute == Placement::Inline {
+        return None;
+    }
+    let dims: Vec<String> = (fp.stages.get(stage.index())?.dims.iter())
+        .map(|d| d.name.clone())
+        .collect();
+    (!dims.is_empty()).then_some(dims)
 }
 
 /// The inputs and other functions `func` reads directly, each once, in the order written.

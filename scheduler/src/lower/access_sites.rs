@@ -44,8 +44,13 @@ pub struct Site {
 pub fn access_sites(s: &Stmt, func: &str, sizes: &[String], hoistable: bool) -> Vec<Site> {
     let mut merged: Vec<Site> = Vec::new();
     for mut site in sites(s, func, hoistable) {
-        site.runs_if
-            .retain(|e| free_vars(e).iter().all(|v| sizes.contains(v)));
+        // The call decides these before anything runs: only sizes are known then (a scalar
+        // parameter's value is not part of the shape).
+        site.runs_if.retain(|e| {
+            let mut reads_param = false;
+            e.for_each(&mut |x| reads_param |= matches!(x, Expr::Param(..)));
+            !reads_param && free_vars(e).iter().all(|v| sizes.contains(v))
+        });
         site.runs_if.dedup();
         site.region = site
             .region
@@ -120,8 +125,14 @@ fn sites(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
                         ..site
                     }),
             );
-            if let Some(e) = else_case {
-                out.extend(sites(e, func, hoistable));
+            // An `else` runs where the condition fails (a specialization's general case runs
+            // where its conditions fail: its sites are not checked where they hold).
+            let not = Expr::Unary(crate::ir::UnOp::Not, Box::new(cond.clone()));
+            for site in else_case.iter().flat_map(|e| sites(e, func, hoistable)) {
+                out.push(Site {
+                    runs_if: [site.runs_if.clone(), vec![not.clone()]].concat(),
+                    ..site
+                });
             }
         }
         Stmt::Provide { func: f, args, .. } if f == func => out.push(Site {

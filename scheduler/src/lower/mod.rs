@@ -14,6 +14,7 @@ pub mod lift_reductions;
 pub mod limits;
 pub mod loop_nest;
 pub mod realize;
+pub mod specialize;
 pub mod unroll;
 pub mod unswitch;
 pub mod vector_accumulators;
@@ -21,7 +22,7 @@ pub mod vectorize;
 pub mod verify;
 
 use crate::ir::{BufferArg, Expr, LoweredKernel, Range, Stmt};
-use crate::schedule::validate::{validate, ScheduleError};
+use crate::schedule::validate::{Plan, ScheduleError};
 use crate::schedule::Schedule;
 use strata_dsl::ir::{InputKind, Pipeline};
 use strata_dsl::signature::MAX_EXTENT;
@@ -103,20 +104,26 @@ pub fn lower(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel, 
 fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel, LowerError> {
     let mut log = PassLog::new();
     let lifted = lift_reductions::lift_reductions(pipeline);
-    let plan = validate(&lifted, schedule)?;
-    limits::check_limits(&plan)?;
+    let versions = crate::schedule::specialize::versions(&lifted, schedule)?;
     refuse_self_reading_reductions(&lifted)?;
-    let inlined = inline::inline_functions(&plan);
-    let s = realize::realize_functions(&inlined, &plan)?;
-    log.log("realization and bounds inference", &s);
-    let checks = call_checks(&inlined, &s)?;
-    let s = fold_storage::fold_storage(&s, &inlined, &plan)?;
-    log.log("storage folding", &s);
-    let s = loop_nest::strip_bounds_hints(&s);
-    log.log("stripping bounds hints", &s);
-    let s = constant_extents::constant_extents(&s, &inlined, &plan)?;
-    log.log("constant extents", &s);
-    let s = flatten::flatten(&s, &inlined, &plan);
+    // Versions differ only in their stages' loops, not in what is inlined or wrapped.
+    let plan = versions.general();
+    let inlined = inline::inline_functions(plan);
+    let mut realized = Vec::new();
+    let mut bodies = Vec::new();
+    for version in &versions.versions {
+        let plan = specialize::with_known_multiples(&versions, version);
+        let (r, s) = lower_version(&inlined, &plan, &mut log)?;
+        realized.push(r);
+        bodies.push(s);
+    }
+    let realized = specialize::choose(&versions, &inlined, &realized);
+    let checks = call_checks(&inlined, &realized)?;
+    let s = specialize::choose(&versions, &inlined, &bodies);
+    if versions.versions.len() > 1 {
+        log.log("specialization", &s);
+    }
+    let s = flatten::flatten(&s, &inlined, plan);
     log.log("storage flattening", &s);
     let s = vectorize::vectorize(&s);
     log.log("vectorization", &s);
@@ -133,6 +140,26 @@ fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel,
     let kernel = kernel_signature(&inlined, checks, s);
     verify::verify(&kernel).map_err(LowerError::Verify)?;
     Ok(kernel)
+}
+
+/// The passes that follow one version's plan (all of them, for a schedule without
+/// specializations): the realized statement, which the call's checks are read from, and the
+/// statement with every loop's extent fixed.
+fn lower_version(
+    inlined: &Pipeline,
+    plan: &Plan,
+    log: &mut PassLog,
+) -> Result<(Stmt, Stmt), LowerError> {
+    limits::check_limits(plan)?;
+    let realized = realize::realize_functions(inlined, plan)?;
+    log.log("realization and bounds inference", &realized);
+    let s = fold_storage::fold_storage(&realized, inlined, plan)?;
+    log.log("storage folding", &s);
+    let s = loop_nest::strip_bounds_hints(&s);
+    log.log("stripping bounds hints", &s);
+    let s = constant_extents::constant_extents(&s, inlined, plan)?;
+    log.log("constant extents", &s);
+    Ok((realized, s))
 }
 
 /// An inline reduction lifted out of `f`'s update that reads `f` would need `f` computed before

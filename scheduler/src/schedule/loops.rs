@@ -79,10 +79,11 @@ pub struct StageLoops {
     /// Loops unrolled or vectorized without a factor whose extent the schedule does not fix
     /// (`const_extent` is `None`): lowering requires it constant once bounds are inferred.
     pub deferred: Vec<DeferredExtent>,
-    /// The stage's own variables whose split factor is known to divide their extent where this
-    /// plan runs (a specialization's `E % k == 0`, `lower::specialize::with_known_multiples`):
-    /// their splits need no tail. Empty as validation makes it.
-    pub exact: Vec<String>,
+    /// The indices in `steps` of splits of the stage's own variables whose factor is known to
+    /// divide their extent where this plan runs (a specialization's `E % k == 0`,
+    /// `lower::specialize::with_known_multiples`): they need no tail. Empty as validation
+    /// makes it.
+    pub exact: Vec<usize>,
 }
 
 /// A loop `unroll(v)` or `vectorize(v)` (no factor) names whose extent only bounds inference

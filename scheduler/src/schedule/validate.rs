@@ -174,6 +174,18 @@ pub enum Rule {
     },
     /// `reorder_storage` on the output, whose buffer is the caller's.
     StorageOfOutput,
+    /// `specialize` inside a specialization.
+    NestedSpecialization,
+    /// A placement, `wrap`, `reorder_storage` or `fold_storage` after `specialize`.
+    SpecializedPerFunction,
+    /// A `specialize` condition the kernel language refuses (its checker's message).
+    BadCondition {
+        message: String,
+    },
+    /// More than `specialize::MAX_VERSIONS` combinations of cases.
+    TooManyVersions {
+        versions: usize,
+    },
     /// `reorder_storage` names `var`, which is not one of the function's `dims`.
     UnknownDimension {
         var: String,
@@ -379,6 +391,21 @@ impl fmt::Display for Rule {
                 f,
                 "`{name}` cannot name a function: use letters, digits and `_`, starting with a letter or `_`, and no reserved word"
             ),
+            Rule::NestedSpecialization => f.write_str(
+                "a specialization cannot be specialized again; write the conjunction as one condition (`a && b`) on the stage",
+            ),
+            Rule::SpecializedPerFunction => f.write_str(
+                "placement, wrap, reorder_storage and fold_storage apply to the whole function in every case; write them before `specialize` (or on a line of their own)",
+            ),
+            Rule::BadCondition { message } => write!(
+                f,
+                "the condition must be a bool expression of sizes, scalar parameters and constants: {message}"
+            ),
+            Rule::TooManyVersions { versions } => write!(
+                f,
+                "the schedule's specializations make {versions} versions of the kernel (the product over stages of their cases plus the general one); at most {} keep code size and compile time bounded",
+                super::specialize::MAX_VERSIONS
+            ),
             Rule::StorageOfOutput => f.write_str(
                 "the output is stored in the caller's buffer, row-major in its dimensions' order; its storage order cannot change",
             ),
@@ -494,7 +521,18 @@ impl Plan {
 /// Checks `schedule` against `lifted` and resolves it.
 /// Rfactors' intermediates (`rfactor`), then wrappers (`wrap`), are made first, so the `Plan`'s
 /// pipeline holds them as ordinary functions.
+/// A schedule with specializations is checked in every version (`specialize::versions`); the
+/// plan returned is the general case's.
 pub fn validate(lifted: &Lifted, schedule: &Schedule) -> Result<Plan, ScheduleError> {
+    if super::specialize::has_specializations(schedule) {
+        let versions = super::specialize::versions(lifted, schedule)?;
+        return Ok(versions.general().clone());
+    }
+    validate_plain(lifted, schedule)
+}
+
+/// `validate` for a schedule without specializations.
+pub(crate) fn validate_plain(lifted: &Lifted, schedule: &Schedule) -> Result<Plan, ScheduleError> {
     // Rfactors first (each consumes its directives: the merge's lines keep only their own),
     // then wrappers, which may wrap an intermediate's reads.
     let (factored, schedule) = super::rfactor::apply_rfactors(lifted, schedule)?;
