@@ -11,8 +11,11 @@ use strata_scheduler::{LoweredKernel, Schedule};
 /// Why a kernel could not be compiled with a schedule.
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
+    /// The schedule is illegal for the kernel, or lowering refused it (the error names the
+    /// function, the directive and the rule).
     #[error(transparent)]
     Lower(#[from] LowerError),
+    /// Code generation failed (a backend not built, or a bug).
     #[error(transparent)]
     Codegen(#[from] CodegenError),
 }

@@ -44,6 +44,7 @@ impl CompiledKernel {
         })
     }
 
+    /// The loop nest this kernel was compiled from (what `strata lower --stage loops` prints).
     pub fn lowered(&self) -> &LoweredKernel {
         &self.kernel
     }

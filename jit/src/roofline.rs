@@ -35,6 +35,7 @@ pub const QUICK_LARGE_COPY_BYTES: usize = 256 << 20;
 /// The measured figures. Bandwidths count bytes read plus bytes written.
 #[derive(Clone, Debug)]
 pub struct Roofline {
+    /// Measured with `--quick` (shorter repetitions, a smaller large copy).
     pub quick: bool,
     /// Each figure is the best of this many repetitions.
     pub repetitions: usize,
@@ -43,6 +44,7 @@ pub struct Roofline {
     /// Whether the host ISA has FMA; without it the compute loop uses `fmul` + `fadd` (still 2
     /// flops per lane per link).
     pub native_fma: bool,
+    /// Independent fma chains in the compute loop (enough to hide fma latency).
     pub fma_chains: usize,
     /// Threads of the compute figures.
     pub compute_threads: usize,
@@ -54,13 +56,17 @@ pub struct Roofline {
     pub all_threads: usize,
     /// Working set (source + destination) of the workload-sized copy, bytes.
     pub workload_copy_bytes: usize,
+    /// The workload-sized copy on one thread, GB/s.
     pub copy_workload_1thread_gbps: f64,
+    /// The workload-sized copy on `all_threads` threads, GB/s.
     pub copy_workload_all_threads_gbps: f64,
     /// Working set (source + destination) of the large copy, bytes.
     pub large_copy_bytes: usize,
     /// `None` when the large copy was skipped (see `large_copy_skipped`).
     pub copy_large_1thread_gbps: Option<f64>,
+    /// The large copy on `all_threads` threads, GB/s (`None` when skipped).
     pub copy_large_all_threads_gbps: Option<f64>,
+    /// Why the large copy was skipped (say, its buffers could not be allocated), if it was.
     pub large_copy_skipped: Option<String>,
     /// LLVM's fma peaks: `None` when this strata is built without LLVM, `Some(Err(why))` when
     /// LLVM could not build or run its probe.

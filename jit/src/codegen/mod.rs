@@ -35,12 +35,26 @@ pub use values::CVal;
 /// Why a kernel could not be compiled (a bug in an earlier rung or in code generation).
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum CodegenError {
+    /// Cranelift could not describe this CPU (its settings or features).
     #[error("cannot set up the host ISA: {0}")]
     Isa(String),
+    /// Cranelift refused the function generated (its verifier or code generator).
     #[error("Cranelift rejected `{function}`: {message}")]
-    Cranelift { function: String, message: String },
+    Cranelift {
+        /// The generated function's name.
+        function: String,
+        /// Cranelift's message.
+        message: String,
+    },
+    /// LLVM refused the module generated (its verifier or code generator).
     #[error("LLVM rejected `{function}`: {message}")]
-    Llvm { function: String, message: String },
+    Llvm {
+        /// The generated function's name.
+        function: String,
+        /// LLVM's message.
+        message: String,
+    },
+    /// The backend asked for is not in this build (`llvm` without the cargo feature).
     #[error("this strata was built without the {0} backend (build with `--features {0}`)")]
     NotBuilt(crate::Backend),
 }

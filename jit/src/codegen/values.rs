@@ -55,11 +55,14 @@ pub fn layout(ty: IrType) -> Layout {
 /// A value of the loop IR in Cranelift: one value for a scalar, pieces for a vector.
 #[derive(Clone, Debug)]
 pub enum CVal {
+    /// A scalar: one Cranelift value.
     Scalar(Value),
+    /// A vector: its 128-bit pieces, lowest lanes first.
     Pieces(Vec<Value>),
 }
 
 impl CVal {
+    /// The value of a scalar (of a vector, its first piece).
     pub fn scalar(&self) -> Value {
         match self {
             CVal::Scalar(v) => *v,
@@ -67,6 +70,7 @@ impl CVal {
         }
     }
 
+    /// The pieces of a vector (a scalar is one piece).
     pub fn pieces(&self) -> &[Value] {
         match self {
             CVal::Scalar(v) => std::slice::from_ref(v),
