@@ -78,7 +78,7 @@ fn dot_product() {
         hand.as_str(),
         "d.update(0): split(k, ko, ki, 64).rfactor(ki, dv)\ndv.update(0): reorder(ko, ki).vectorize(ki, 16)",
         "d.update(0): split(k, ko, ki, 256).rfactor(ko, dp)\ndp.update(0): parallel(ko).split(ki, kio, kii, 8).vectorize(kii).unroll(kio, 2)\ndp: vectorize(ko, 4)",
-        "d.update(0): split(k, ko, ki, 1000).rfactor(ko, dp)\ndp.update(0): parallel(ko)\ndp.update(1): vectorize(k, 4)",
+        "d.update(0): split(k, ko, ki, 1000).rfactor(ko, dp)\ndp.update(0): parallel(ko)\ndp.update(1): unroll(k, 4)",
         "d.update(0): split(k, ko, ki, 512).rfactor(ko, dp).vectorize(ko, 8)\ndp.update(0): split(ki, kio, kii, 8).rfactor(kii, dq).parallel(ko)\ndq.update(0): reorder(kio, kii).vectorize(kii)",
     ] {
         agrees(&pipeline, text, &shapes);
