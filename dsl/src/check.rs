@@ -924,7 +924,16 @@ impl<'a> ExprChecker<'a> {
                 span,
             );
         }
-        err(format!("unknown name `{name}`"), span)
+        let suggestion = crate::suggest::did_you_mean(name, self.names_in_scope());
+        err(format!("unknown name `{name}`{suggestion}"), span)
+    }
+
+    /// The names an expression here may use bare: its variables, sizes and scalar parameters.
+    fn names_in_scope(&self) -> Vec<&str> {
+        let vars = self.rvars.iter().chain(self.pure_vars.iter()).chain(&self.names.sizes);
+        let scalars = self.names.inputs.iter().filter(|(_, i)| i.rank.is_none());
+        let scalars = scalars.map(|(name, _)| name.as_str());
+        vars.map(|v| v.as_str()).chain(scalars).collect()
     }
 
     fn binary(
@@ -1063,7 +1072,9 @@ impl<'a> ExprChecker<'a> {
                 dtype,
             }));
         }
-        err(format!("unknown function or input `{name}`"), callee.span)
+        let callable = self.names.funcs.keys().chain(self.names.inputs.keys());
+        let suggestion = crate::suggest::did_you_mean(name, callable.map(|k| k.as_str()));
+        err(format!("unknown function or input `{name}`{suggestion}"), callee.span)
     }
 
     /// In an update of `f`, a read of `f` itself may use a pure variable only bare in its own

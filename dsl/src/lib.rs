@@ -26,6 +26,7 @@ pub mod parser;
 pub mod print;
 pub mod random;
 pub mod signature;
+pub mod suggest;
 pub mod value;
 
 pub use buffer::{Buffer, Data};

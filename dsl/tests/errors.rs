@@ -418,6 +418,21 @@ fn unknown_name() {
 }
 
 #[test]
+fn misspelt_names_get_a_suggestion() {
+    let src = "kernel k(weights: f32[N], scale: f32) -> out: f32[N] {\n    out(idx) = wieghts(idx) * scale;\n}";
+    check_exact(
+        src,
+        "unknown function or input `wieghts` (did you mean `weights`?)",
+        2,
+        16,
+    );
+    let src = "kernel k(weights: f32[N], scale: f32) -> out: f32[N] {\n    out(idx) = weights(idx) * scael;\n}";
+    check_exact(src, "unknown name `scael` (did you mean `scale`?)", 2, 31);
+    let src = "kernel k(A: f32[N]) -> out: f32[N] {\n    out(idx) = A(ixd);\n}";
+    check_exact(src, "unknown name `ixd` (did you mean `idx`?)", 2, 18);
+}
+
+#[test]
 fn unbound_size_variable_in_output_extent() {
     // kernel k(A: f32[N]) -> B: f32[M] {
     //                               ^ column 31

@@ -28,12 +28,26 @@ pub fn kernel(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
             quote! { ::strata::__macro_support::kernel_from_canonical_text(#canonical) }
         }
         Err(diagnostic) => {
-            let span = source.span_at(diagnostic.span.start);
-            let message = diagnostic.message;
-            quote_spanned! { span => compile_error!(#message) }
+            let start = source.span_at(diagnostic.span.start);
+            let last = diagnostic.span.end.max(diagnostic.span.start + 1) - 1;
+            compile_error(&diagnostic.message, start, source.span_at(last))
         }
     }
     .into()
+}
+
+/// `compile_error!(message)` underlining the source from the token at `start` to the one at
+/// `end`, as the file form's carets do: rustc reports a macro call's error over the span from
+/// its first token to its last, so the path takes `start`'s span and the argument `end`'s (the
+/// way `syn::Error` spans several tokens on stable Rust).
+fn compile_error(message: &str, start: Span, end: Span) -> TokenStream {
+    let path = quote_spanned! { start => ::core::compile_error! };
+    let mut literal = proc_macro2::Literal::string(message);
+    literal.set_span(end);
+    let mut argument =
+        proc_macro2::Group::new(Delimiter::Parenthesis, TokenTree::Literal(literal).into());
+    argument.set_span(end);
+    quote! { #path #argument }
 }
 
 /// Kernel text rebuilt from tokens, with the Rust span of every piece.

@@ -136,6 +136,7 @@ impl fmt::Display for Directive {
 // ---------------------------------------------------------------------------------------------
 
 use std::str::FromStr;
+use strata_dsl::suggest::edit_distance;
 use strata_dsl::{Diagnostic, Span};
 
 /// Parses the text form: lines separated by newlines or `;`, blank lines and `//` comments
@@ -637,21 +638,6 @@ fn unknown_directive(name: &str) -> String {
     )
 }
 
-/// Levenshtein distance, for suggestions.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitute = diagonal + usize::from(ca != *cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitute.min(row[j] + 1).min(diagonal + 1);
-        }
-    }
-    row[b.len()]
-}
 
 /// "no arguments", "1 argument", "4 or 5 arguments", "1 or more arguments".
 fn count(min: usize, max: usize) -> String {
