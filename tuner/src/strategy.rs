@@ -18,12 +18,17 @@ use strata_scheduler::Schedule;
 /// Which strategy proposes candidates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StrategyKind {
+    /// Uniformly random legal schedules (no seeds, no model).
     Random,
+    /// A population evolved by mutation and crossover of the best measured, after the seeds.
     Evolve,
+    /// A learned cost model ranks a pool of candidates; the best predicted are measured (the
+    /// default).
     Model,
 }
 
 impl StrategyKind {
+    /// The name `strata tune --strategy` and the database use.
     pub fn name(self) -> &'static str {
         match self {
             StrategyKind::Random => "random",
@@ -32,6 +37,7 @@ impl StrategyKind {
         }
     }
 
+    /// The strategy called `name`, if one is.
     pub fn from_name(name: &str) -> Option<StrategyKind> {
         [
             StrategyKind::Random,
@@ -46,8 +52,11 @@ impl StrategyKind {
 /// A candidate: its genome, its schedule and the schedule's hash.
 #[derive(Clone, Debug)]
 pub struct Candidate {
+    /// The point of the search space.
     pub genome: Genome,
+    /// The schedule it stands for (canonical: directives that change nothing dropped).
     pub schedule: Schedule,
+    /// The schedule's hash, its identity in the database.
     pub hash: String,
 }
 
@@ -58,8 +67,11 @@ const POOL: usize = 64;
 /// Tries to find an unseen legal candidate before giving up (the space is exhausted).
 const MAX_TRIES: usize = 2000;
 
+/// Proposes candidates one at a time under a strategy, learning from each measurement
+/// (`observe`); never proposes the same schedule twice.
 pub struct Searcher {
     kind: StrategyKind,
+    /// The search space of the kernel.
     pub space: Space,
     rng: StdRng,
     /// Measured points that ran, fastest first.
@@ -71,6 +83,7 @@ pub struct Searcher {
 }
 
 impl Searcher {
+    /// A searcher over `space`, deterministic under `seed`.
     pub fn new(kind: StrategyKind, space: Space, seed: u64) -> Searcher {
         let mut seeds = match kind {
             StrategyKind::Random => Vec::new(),

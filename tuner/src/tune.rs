@@ -46,15 +46,25 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How a tuning run is set up.
 #[derive(Clone, Debug)]
 pub struct TuneOptions {
+    /// Stop after this many trials (search candidates measured, failures included; `None`: no
+    /// trial budget). With neither `trials` nor `time`, the search runs until the space is
+    /// exhausted or `stop` is set.
     pub trials: Option<u64>,
+    /// Stop after this long, counting the whole run (reference answer, default schedule, search
+    /// and re-measurement).
     pub time: Option<Duration>,
+    /// How candidates are proposed.
     pub strategy: StrategyKind,
+    /// Seed of the search and of the random inputs: the same seed proposes the same candidates.
     pub seed: u64,
+    /// Threads of parallel loops, in every measurement (part of the database key).
     pub threads: usize,
     /// Time each candidate's repetitions for at least this long.
     pub min_time: Duration,
     /// Give up on a candidate (and its worker) after this long.
     pub timeout: Duration,
+    /// The program measurements run in (default: this one, which must call
+    /// [`run_worker_if_requested`](crate::run_worker_if_requested) first; see the crate doc).
     pub worker: WorkerCommand,
     /// The backend every candidate is compiled with (the workers are told on their command
     /// line); part of the database key, and it decides the space's vector widths.
@@ -62,6 +72,7 @@ pub struct TuneOptions {
     /// Set from another thread (Ctrl-C) to stop: the search candidate being measured is
     /// abandoned (and not recorded), then the best few are re-measured as usual.
     pub stop: Arc<AtomicBool>,
+    /// Draw the progress bar on stderr.
     pub progress: bool,
 }
 
@@ -90,8 +101,11 @@ impl Default for TuneOptions {
 /// Why a run ended.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StopReason {
+    /// `TuneOptions::trials` trials were measured.
     TrialBudget(u64),
+    /// `TuneOptions::time` (seconds) ran out.
     TimeBudget(f64),
+    /// `TuneOptions::stop` was set (Ctrl-C).
     Interrupted,
     /// No unmeasured legal candidate could be found.
     SpaceExhausted,
@@ -111,8 +125,11 @@ impl std::fmt::Display for StopReason {
 /// Why tuning could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum TuneError {
+    /// The tuning database could not be opened, read or written.
     #[error(transparent)]
     Db(#[from] DbError),
+    /// The run could not start: a backend not built, a shape the kernel refuses, no reference
+    /// answer.
     #[error("{0}")]
     Setup(String),
 }
@@ -133,7 +150,9 @@ pub struct TrialTime {
 /// state, and re-measurement may reorder close candidates.
 #[derive(Clone, Debug)]
 pub struct TuneResult {
+    /// This run's id in the database.
     pub run_id: i64,
+    /// Why the run ended.
     pub stop: StopReason,
     /// This run's trials ([`strata_tuning_db::TRIAL_DEFINITION`]).
     pub trials: u64,

@@ -38,16 +38,23 @@ const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 /// What a worker needs once: the kernel, the shape, the inputs' seed, the expected answer.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Setup {
+    /// The kernel's source text (the worker parses it again).
     pub kernel_source: String,
+    /// Which kernel of the source.
     pub kernel_name: String,
+    /// The shape every candidate runs at.
     pub sizes: Sizes,
+    /// Seed of the random inputs (the reference answer was computed from the same).
     pub seed: u64,
+    /// Threads of parallel loops.
     pub threads: usize,
     /// Where the reference output is: `<path>.bin` (bytes) and its dtype and shape here.
     pub expected_path: PathBuf,
     /// The element type's name (`f32`, ...).
     pub expected_dtype: String,
+    /// The reference output's shape.
     pub expected_shape: Vec<usize>,
+    /// Relative tolerance of float comparisons with the reference.
     pub tolerance: f64,
     /// Time repetitions for at least this long.
     pub min_time_s: f64,
@@ -56,6 +63,7 @@ pub struct Setup {
 /// One candidate to measure.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Request {
+    /// The schedule, in its text form.
     pub schedule: String,
     /// Stop timing early when the first run is this many seconds or slower (a candidate far
     /// slower than the best so far).
@@ -65,17 +73,24 @@ pub struct Request {
 /// What measuring a candidate gave.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Outcome {
+    /// Compiled, checked against the reference and timed.
     Timed {
+        /// Median of the timed runs, seconds.
         median_s: f64,
+        /// Fastest timed run, seconds.
         min_s: f64,
+        /// Slowest timed run, seconds.
         max_s: f64,
+        /// How many runs were timed.
         runs: u32,
+        /// Seconds lowering and code generation took.
         compile_s: f64,
     },
     /// Lowering or code generation refused the schedule.
     CompileError(String),
     /// The compiled kernel refused the input (a `round_up` schedule reading past it).
     Refused(String),
+    /// The answer differs from the reference's (how, in words).
     WrongAnswer(String),
     /// The worker died (signal or exit status).
     Crash(String),
@@ -315,8 +330,11 @@ fn corrupt(b: &mut Buffer) {
 /// How to start a worker: a program (by default this one) with `STRATA_WORKER` set.
 #[derive(Clone, Debug)]
 pub struct WorkerCommand {
+    /// The executable.
     pub program: PathBuf,
+    /// Arguments after `--strata-worker --backend NAME`.
     pub args: Vec<String>,
+    /// Environment variables set for it (beside `STRATA_WORKER`).
     pub env: Vec<(String, String)>,
 }
 
