@@ -189,7 +189,6 @@ pub fn write(path: &Path, buffer: &Buffer, what: &str) -> Result<(), IoError> {
 /// runs, so a long run does not end in an output it cannot save.
 pub fn check_writable(
     path: &Path,
-    /// The element type asked for.
     dtype: Dtype,
     shape: &[usize],
     what: &str,
