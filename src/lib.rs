@@ -13,7 +13,7 @@
 //! | [`dsl`] | strata-dsl | the kernel language: parser, checker, [`Pipeline`], [`Buffer`], [`Args`], the reference evaluator |
 //! | [`scheduler`] | strata-scheduler | [`Schedule`] (Rust API and text form), its rules, lowering to the loop IR, the loop-IR interpreter |
 //! | [`jit`] | strata-jit | code generation (Cranelift; LLVM with the feature `llvm`) and [`CompiledKernel`]'s checked call |
-//! | [`tuner`] | strata-tuner | the search: [`tuner::tune`], [`tuner::TuneOptions`], measurement in worker processes |
+//! | [`tuner`] | strata-tuner | the search: [`tuner::tune()`], [`tuner::TuneOptions`], measurement in worker processes |
 //! | [`tuning_db`] | strata-tuning-db | the SQLite store of every measurement: [`tuning_db::Db`], reports, export/import |
 //!
 //! and adds [`compile`], [`compile_with`], [`compile_tuned`], [`io`] (`.npy` and PNG files) and,

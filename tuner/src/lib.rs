@@ -1,13 +1,13 @@
 //! strata-tuner: searches schedules for a kernel on this CPU. The search space is derived from
 //! the pipeline (`space`), candidates come from a strategy (`strategy`, with the cost model of
 //! `model`), each is measured in a worker process (`worker`), and every result goes into the
-//! tuning database as it is made (`tune`). `strata tune` is [`tune`] with options from its
+//! tuning database as it is made (`tune`). `strata tune` is [`tune()`] with options from its
 //! flags; from Rust, call it directly.
 //!
 //! # The worker hook: call [`run_worker_if_requested`] first in `main`
 //!
 //! A candidate schedule is untrusted work: it may crash the process, hang, or compute a wrong
-//! answer. So [`tune`] compiles and runs every candidate in a child process, a *worker*, and
+//! answer. So [`tune()`] compiles and runs every candidate in a child process, a *worker*, and
 //! records whatever happened there before going on. By default ([`WorkerCommand::default`])
 //! the worker is **the program that called `tune`**, started again with the argument
 //! `--strata-worker` and the environment variable `STRATA_WORKER` set (both are needed, so
