@@ -29,7 +29,7 @@
 //!    (so constants fold); loops, lets and ifs whose bodies are empty are removed;
 //! 2. dead lets are removed and lets of a variable, constant or parameter are inlined
 //!    ([`remove_dead_lets`]);
-//! 3. repeated subexpressions of each expression are named by lets ([`cse`]);
+//! 3. repeated subexpressions of each expression are named by lets ([`cse()`]);
 //! 4. loop-invariant lets are hoisted out of loops ([`hoist_loop_invariants`]).
 
 pub mod cse;
