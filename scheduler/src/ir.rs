@@ -37,7 +37,9 @@ impl Type {
 /// Unary operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UnOp {
+    /// `-x`.
     Neg,
+    /// `!x` (booleans).
     Not,
 }
 
@@ -52,42 +54,64 @@ pub enum Expr {
     Param(String, Dtype),
     /// A read of a function or input at a multi-dimensional index (before flattening).
     Call {
+        /// The function or input read.
         func: String,
+        /// The index, one expression per dimension, outermost first.
         args: Vec<Expr>,
+        /// The value's type.
         ty: Type,
     },
     /// A read of a flat buffer (after flattening); a vector index reads one element per lane.
     Load {
+        /// The buffer read.
         buffer: String,
+        /// The flat element index (a vector of indices for a vector load).
         index: Box<Expr>,
+        /// The value's type.
         ty: Type,
     },
+    /// `op x`.
     Unary(UnOp, Box<Expr>),
+    /// `a op b`, operands of one type (the kernel language's semantics: wrapping, Euclidean
+    /// division).
     Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// `select(cond, then, else)`, lane by lane for vectors.
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// A conversion to the type, as Rust's `as`.
     Cast(Type, Box<Expr>),
+    /// A math function or `min`/`max`/`abs`/... applied to the arguments.
     Intrinsic(Intrinsic, Vec<Expr>),
     /// `base, base + stride, ..., base + (lanes - 1) * stride`.
     Ramp {
+        /// The first lane's value (scalar).
         base: Box<Expr>,
+        /// The difference between neighbouring lanes (scalar).
         stride: Box<Expr>,
+        /// The number of lanes.
         lanes: u16,
     },
     /// A scalar repeated in every lane.
     Broadcast {
+        /// The scalar.
         value: Box<Expr>,
+        /// The number of lanes.
         lanes: u16,
     },
     /// `let name = value in body`.
     Let {
+        /// The variable bound.
         name: String,
+        /// Its value.
         value: Box<Expr>,
+        /// The expression it is bound in.
         body: Box<Expr>,
     },
     /// The lanes of a vector combined into one scalar by `op`, first lane first
     /// (vectorized reductions).
     VectorReduce {
+        /// The combination.
         op: ReduceOp,
+        /// The vector whose lanes are combined.
         value: Box<Expr>,
     },
 }
@@ -95,9 +119,13 @@ pub enum Expr {
 /// An associative combination a vectorized reduction folds its lanes with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReduceOp {
+    /// `a + b`.
     Add,
+    /// `a * b`.
     Mul,
+    /// `min(a, b)`.
     Min,
+    /// `max(a, b)`.
     Max,
 }
 
@@ -153,7 +181,9 @@ impl ReduceOp {
 /// How a loop runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ForKind {
+    /// One iteration after another, in order.
     Serial,
+    /// Iterations spread over the thread pool.
     Parallel,
     /// Becomes vector expressions (the extent must be a constant).
     Vectorized,
@@ -168,62 +198,96 @@ pub enum ForKind {
 /// The box of a function a realization covers, per dimension.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Range {
+    /// The first index.
     pub min: Expr,
+    /// How many indices (`min .. min + extent`).
     pub extent: Expr,
 }
 
 /// A loop-IR statement.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Stmt {
+    /// `for var in min .. min + extent { body }`, run as `kind` says.
     For {
+        /// The loop variable (`i32`).
         var: String,
+        /// The first value.
         min: Expr,
+        /// How many iterations.
         extent: Expr,
+        /// How the iterations run.
         kind: ForKind,
+        /// The loop body.
         body: Box<Stmt>,
     },
+    /// `let name = value` over `body`.
     Let {
+        /// The variable bound.
         name: String,
+        /// Its value, computed once.
         value: Expr,
+        /// The statement it is bound in.
         body: Box<Stmt>,
     },
+    /// The statements in order.
     Block(Vec<Stmt>),
+    /// `if cond { then_case } else { else_case }`.
     If {
+        /// A scalar `bool`.
         cond: Expr,
+        /// Runs when `cond` holds.
         then_case: Box<Stmt>,
+        /// Runs otherwise, if present.
         else_case: Option<Box<Stmt>>,
     },
     /// Storage for `func` over `region`, live in `body` (before flattening).
     Realize {
+        /// The function stored.
         func: String,
+        /// Its element type.
         dtype: Dtype,
+        /// The box stored, per dimension.
         region: Vec<Range>,
+        /// Where the storage is live.
         body: Box<Stmt>,
     },
     /// Marks the statements that compute `func` (for reading and for passes that need to know).
     Produce {
+        /// The function computed.
         func: String,
+        /// The statements computing it.
         body: Box<Stmt>,
     },
     /// A write of a function at a multi-dimensional index (before flattening).
     Provide {
+        /// The function written.
         func: String,
+        /// The index, one expression per dimension, outermost first.
         args: Vec<Expr>,
+        /// The value written.
         value: Expr,
     },
     /// A flat buffer of `size` elements, live in `body` (after flattening).
     Allocate {
+        /// The buffer's name.
         buffer: String,
+        /// Its element type.
         dtype: Dtype,
+        /// Its number of elements.
         size: Expr,
+        /// Where the buffer is live.
         body: Box<Stmt>,
     },
     /// A write of a flat buffer; a vector index writes one element per lane.
     Store {
+        /// The buffer written.
         buffer: String,
+        /// The flat element index (a vector of indices for a vector store).
         index: Expr,
+        /// The value written.
         value: Expr,
     },
+    /// Nothing.
     NoOp,
 }
 
@@ -583,19 +647,24 @@ impl Stmt {
 /// A buffer argument of a lowered kernel: row-major, extents as expressions of the sizes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BufferArg {
+    /// The argument's name in the kernel.
     pub name: String,
+    /// Its element type.
     pub dtype: Dtype,
+    /// Its extents, outermost first, as expressions of the sizes.
     pub extents: Vec<Expr>,
 }
 
 /// A kernel lowered to loops: its arguments and the statement that computes its output.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoweredKernel {
+    /// The kernel's name.
     pub name: String,
     /// Buffer inputs, in signature order.
     pub inputs: Vec<BufferArg>,
     /// Scalar parameters, in signature order.
     pub params: Vec<(String, Dtype)>,
+    /// The output buffer.
     pub output: BufferArg,
     /// The size variables (bound from the input buffers' shapes at call time).
     pub sizes: Vec<String>,
@@ -611,5 +680,6 @@ pub struct LoweredKernel {
     /// The bounds of every reduction domain, as expressions of the sizes: the call refuses
     /// sizes where one would wrap `i32` (as the reference does).
     pub domain_bounds: Vec<Expr>,
+    /// The loop nest.
     pub body: Stmt,
 }
