@@ -453,3 +453,19 @@ fn random_schedules_factor_reductions() {
         "{factored} of 200 random schedules factor a reduction"
     );
 }
+
+/// The outer part's guard (`ko < N / 8192`: no piece computes where the domain holds none)
+/// reads only the pieces' loop, so unswitching takes it out of the vectorized fold, whose
+/// accumulators then stay in registers.
+#[test]
+fn the_piece_guard_leaves_the_fold() {
+    let path = format!(
+        "{}/../examples/schedules/dot.sched",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let schedule = parse_schedule(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let text = lower(&example("dot"), &schedule).unwrap().to_string();
+    let guard = text.find("if (dp.s1.ko < N / 8192)").expect(&text);
+    let fold = text.find("for dp.s1.ki.o").expect(&text);
+    assert!(guard < fold, "{text}");
+}
