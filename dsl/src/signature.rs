@@ -51,64 +51,118 @@ pub const MAX_EXTENT: i64 = 1 << 30;
 /// Why a call was refused. Nothing ran.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum CallError {
+    /// A buffer input or scalar parameter of the kernel was not given.
     #[error("missing input `{0}`")]
     MissingInput(String),
+    /// An argument the kernel does not have.
     #[error("`{0}` is not an input of this kernel")]
     UnknownArgument(String),
+    /// An input of another element type (or a scalar of another type).
     #[error("input `{name}` should be {expected}, found {actual}")]
     WrongType {
+        /// The input's name.
         name: String,
+        /// The declared element type.
         expected: Dtype,
+        /// The element type given.
         actual: Dtype,
     },
+    /// An input of another rank, or whose extents disagree with sizes bound elsewhere.
     #[error("input `{name}` should have shape {expected}, found {actual:?}")]
     WrongShape {
+        /// The input's name.
         name: String,
+        /// What was expected, as text.
         expected: String,
+        /// The shape given.
         actual: Vec<usize>,
     },
+    /// A buffer whose element count is not the product of its extents.
     #[error("input `{name}` has shape {shape:?} but holds {found} elements")]
     WrongLength {
+        /// The input's name.
         name: String,
+        /// The shape given.
         shape: Vec<usize>,
+        /// The number of elements given.
         found: usize,
     },
+    /// A size above `MAX_EXTENT`.
     #[error("size `{size}` is {value}, more than the largest size strata supports ({MAX_EXTENT})")]
-    SizeTooLarge { size: String, value: u64 },
+    SizeTooLarge {
+        /// The size's name.
+        size: String,
+        /// Its value.
+        value: u64,
+    },
+    /// A buffer past the limits (`MAX_EXTENT` per dimension, `MAX_ELEMENTS` in all).
     #[error("{what} of shape {shape:?} is too large: strata supports at most {MAX_EXTENT} per dimension and {MAX_ELEMENTS} elements (it indexes elements with i32)")]
-    TooManyElements { what: String, shape: Vec<u64> },
+    TooManyElements {
+        /// Which buffer.
+        what: String,
+        /// Its shape.
+        shape: Vec<u64>,
+    },
+    /// A size no input's shape gives (and no fixed value).
     #[error("size `{0}` is not bound by any input")]
     UnboundSize(String),
+    /// An output extent expression negative for these sizes.
     #[error("output `{output}` has a negative extent {value} in dimension {dim}")]
     NegativeExtent {
+        /// The output's name.
         output: String,
+        /// The dimension (0 is outermost).
         dim: usize,
+        /// The extent computed.
         value: i64,
     },
+    /// An expression of sizes (an extent, a region, a domain bound) that would wrap or is unbound.
     #[error("{what} `{expr}` cannot be computed for these sizes: {reason}")]
     SizeExprFailed {
+        /// What the expression is (an output extent, a region, a domain bound).
         what: String,
+        /// The expression, as text.
         expr: String,
+        /// Why it has no value.
         reason: SizeExprError,
     },
+    /// An input smaller than the region the compiled code reads (a `round_up` split, say).
     #[error("input `{input}` is too small for this schedule: dimension {dim} is read at {min}..={max}, but its extent is {extent}")]
     InputTooSmall {
+        /// The input's name.
         input: String,
+        /// The dimension (0 is outermost).
         dim: usize,
+        /// The lowest index the code touches.
         min: i64,
+        /// The highest index the code touches.
         max: i64,
+        /// The buffer's extent there.
         extent: usize,
     },
+    /// An update that would read or write its output outside the output's extents.
     #[error("output `{output}` is read or written at {min}..={max} in dimension {dim}, outside its extent {extent}: an update reads or writes its own function outside the region the definition covers")]
     OutsideOutput {
+        /// The output's name.
         output: String,
+        /// The dimension (0 is outermost).
         dim: usize,
+        /// The lowest index the code touches.
         min: i64,
+        /// The highest index the code touches.
         max: i64,
+        /// The buffer's extent there.
         extent: usize,
     },
+    /// A caller-provided output buffer of the wrong type or shape.
     #[error("the output buffer should be {expected}, found {actual}")]
-    WrongOutput { expected: String, actual: String },
+    WrongOutput {
+        /// The output's type and shape, as text.
+        expected: String,
+        /// The buffer's, as text.
+        actual: String,
+    },
+    /// A buffer view whose shape is invalid.
     #[error(transparent)]
     Buffer(#[from] ShapeError),
 }
@@ -116,10 +170,13 @@ pub enum CallError {
 /// Why an expression of sizes has no exact value.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SizeExprError {
+    /// A step of the computation leaves the range of this type.
     #[error("a step overflows {0}")]
     Overflow(Dtype),
+    /// The expression reads a size that has no value.
     #[error("size `{0}` is unbound")]
     Unbound(String),
+    /// The expression is not an integer expression of sizes.
     #[error("`{0}` is not an integer expression of sizes")]
     Unsupported(String),
 }
@@ -127,14 +184,18 @@ pub enum SizeExprError {
 /// An integer expression of the sizes, evaluated exactly: an error where any step leaves its
 /// type's range (where the generated code would wrap).
 pub trait SizeExpr: fmt::Display {
+    /// The value for `sizes`, exactly, or why there is none.
     fn eval_size(&self, sizes: &Sizes) -> Result<i64, SizeExprError>;
 }
 
 /// A buffer argument: its name, element type and declared shape.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BufferParam {
+    /// The argument's name.
     pub name: String,
+    /// Its element type.
     pub dtype: Dtype,
+    /// Its declared extents (sizes, or expressions of them).
     pub shape: Vec<Extent>,
 }
 
@@ -144,10 +205,15 @@ pub type Region<E> = Vec<(E, E)>;
 /// What a kernel takes and gives, as every executor checks it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Signature<E> {
+    /// The buffer inputs, in declaration order.
     pub inputs: Vec<BufferParam>,
+    /// The scalar parameters and their types, in declaration order.
     pub scalars: Vec<(String, Dtype)>,
+    /// The output's name.
     pub output_name: String,
+    /// The output's element type.
     pub output_dtype: Dtype,
+    /// The output's extents, as expressions of the sizes.
     pub output_extents: Vec<E>,
     /// The box of each input the code reads; empty for executors that check each read.
     pub input_regions: Vec<(String, Region<E>)>,
@@ -161,7 +227,9 @@ pub struct Signature<E> {
 /// A call's arguments after `bind`: the sizes and the output's shape.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Binding {
+    /// Every size's value.
     pub sizes: Sizes,
+    /// The output's extents for these sizes.
     pub output_shape: Vec<usize>,
 }
 
