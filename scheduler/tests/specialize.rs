@@ -147,9 +147,22 @@ fn rule_nested_specialization() {
 #[test]
 fn rule_per_function_directives_cannot_be_specialized() {
     let e = error("blur3x3", "bx: specialize(W > 8).compute_root()");
-    assert_eq!(e, "in the schedule of `bx`: `compute_root()`: placement, wrap, reorder_storage and fold_storage apply to the whole function in every case; write them before `specialize` (or on a line of their own)");
+    assert_eq!(e, "in the schedule of `bx`: `compute_root()`: placement, wrap, reorder_storage, fold_storage and rfactor apply to the whole function in every case; write them before `specialize` (or on a line of their own)");
     let e = error("blur3x3", "out.specialize(W > 8): wrap(bx, bw)");
     assert!(e.contains("`wrap(bx, bw)`: placement, wrap"), "{e}");
+    let e = error("matmul", "C.update(0).specialize(K > 4): rfactor(k, Ci)");
+    assert!(e.contains("`rfactor(k, Ci)`: placement, wrap"), "{e}");
+    // An rfactor on the general case's lines after the case: the case would lack `Ci`.
+    let e = error(
+        "matmul",
+        "C.update(0).specialize(K > 4): parallel(i)\nC.update(0): rfactor(k, Ci)",
+    );
+    assert!(e.contains("`specialize(K > 4)`: placement, wrap"), "{e}");
+    // Before the case, every version factors the same way.
+    versions_of(
+        "matmul",
+        "C.update(0): rfactor(k, Ci)\nC.update(0).specialize(K > 4): parallel(i)",
+    );
 }
 
 #[test]

@@ -93,6 +93,7 @@ pub fn versions(lifted: &Lifted, schedule: &Schedule) -> Result<Versions, Schedu
         } else {
             validate_plain(lifted, &version_schedule(&split, &choice))?
         };
+        same_functions(&split, &choice, &plan, &general)?;
         versions.push(Version { choice, plan });
     }
     Ok(Versions { split, versions })
@@ -162,7 +163,7 @@ pub fn split(lifted: &Lifted, schedule: &Schedule) -> Result<Split, ScheduleErro
                         .collect();
                     case = Some(find_case(lifted, &mut stages, line, d, cond, inherited)?);
                 }
-                (d, Some(_)) if d.is_per_function() => {
+                (d, Some(_)) if d.is_per_function() || matches!(d, Directive::Rfactor { .. }) => {
                     return Err(fail(Rule::SpecializedPerFunction))
                 }
                 (d, Some((s, c))) => stages[s].cases[c].directives.push(d.clone()),
@@ -229,6 +230,34 @@ fn check_condition(lifted: &Lifted, cond: &str) -> Result<strata_dsl::Expr, Rule
     let ast = strata_dsl::parser::parse_expr(cond);
     let checked = ast.and_then(|ast| strata_dsl::check::check_condition(&lifted.pipeline, &ast));
     checked.map_err(|d| Rule::BadCondition { message: d.message })
+}
+
+/// Every version computes the same functions (lowering inlines and flattens them once): an
+/// `rfactor` written after a `specialize` on the general case's lines would make an
+/// intermediate function the case lacks.
+fn same_functions(
+    split: &Split,
+    choice: &[usize],
+    plan: &Plan,
+    general: &Plan,
+) -> Result<(), ScheduleError> {
+    if plan.pipeline() == general.pipeline() {
+        return Ok(());
+    }
+    let stages = split.stages.iter().zip(choice);
+    let Some((stage, case)) = stages
+        .filter_map(|(s, &c)| Some((s, s.cases.get(c)?)))
+        .next()
+    else {
+        return Ok(());
+    };
+    let d = Directive::Specialize(case.cond.clone());
+    Err(directive_error(
+        &stage.func,
+        stage.stage,
+        &d,
+        Rule::SpecializedPerFunction,
+    ))
 }
 
 /// A function computed inline has no loops of its own, so no case to choose between.

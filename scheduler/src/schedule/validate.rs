@@ -176,7 +176,8 @@ pub enum Rule {
     StorageOfOutput,
     /// `specialize` inside a specialization.
     NestedSpecialization,
-    /// A placement, `wrap`, `reorder_storage` or `fold_storage` after `specialize`.
+    /// A placement, `wrap`, `reorder_storage`, `fold_storage` or `rfactor` after `specialize`
+    /// (or an `rfactor` that only some cases of a stage would see).
     SpecializedPerFunction,
     /// A `specialize` condition the kernel language refuses (its checker's message).
     BadCondition {
@@ -395,7 +396,7 @@ impl fmt::Display for Rule {
                 "a specialization cannot be specialized again; write the conjunction as one condition (`a && b`) on the stage",
             ),
             Rule::SpecializedPerFunction => f.write_str(
-                "placement, wrap, reorder_storage and fold_storage apply to the whole function in every case; write them before `specialize` (or on a line of their own)",
+                "placement, wrap, reorder_storage, fold_storage and rfactor apply to the whole function in every case; write them before `specialize` (or on a line of their own)",
             ),
             Rule::BadCondition { message } => write!(
                 f,
