@@ -5,7 +5,14 @@
 //! out: tile(y, x, yo, xo, yi, xi, 32, 256).vectorize(xi, 16).parallel(yo)
 //! bx: compute_at(out, xo).vectorize(x, 16)
 //! hist.update(0): parallel(y)
+//! out.specialize((W - 2) % 16 == 0): vectorize(xi, 16)
 //! ```
+//!
+//! `specialize(cond)` takes a condition in the kernel language, kept as written (its own
+//! parentheses nest; it ends on its line) and read by the dsl's parser at validation. A line
+//! whose first directive is `specialize` prints it in its head, `f.specialize(cond): ...`;
+//! written anywhere in a chain it reads as Halide's `f.split(..).specialize(cond).vectorize(..)`
+//! (see `Directive::Specialize`).
 //!
 //! Printing then parsing gives back an equal `Schedule`, and parsing then printing gives the
 //! canonical text (one line per `Line`, `, ` between arguments).
