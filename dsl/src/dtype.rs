@@ -16,15 +16,25 @@ use std::fmt;
 /// The type of every value, buffer element and expression in a kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dtype {
+    /// `bool`: `true` or `false`.
     Bool,
+    /// `u8`: unsigned 8-bit integer.
     U8,
+    /// `u16`: unsigned 16-bit integer.
     U16,
+    /// `u32`: unsigned 32-bit integer.
     U32,
+    /// `i8`: signed 8-bit integer.
     I8,
+    /// `i16`: signed 16-bit integer.
     I16,
+    /// `i32`: signed 32-bit integer.
     I32,
+    /// `i64`: signed 64-bit integer.
     I64,
+    /// `f32`: IEEE single precision.
     F32,
+    /// `f64`: IEEE double precision.
     F64,
 }
 

@@ -7,41 +7,72 @@ use crate::dtype::Dtype;
 /// What a token is.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Tok {
+    /// A name: a kernel, function, variable, size, type or keyword.
     Ident(String),
     /// An integer literal with an optional type suffix (`3`, `255u8`).
     Int(u128, Option<Dtype>),
     /// A float literal's digits (underscores removed) with an optional type suffix (`0.5`,
     /// `1e-3f64`); kept as text so each float type rounds it once, from the decimal.
     Float(String, Option<Dtype>),
+    /// `(`
     LParen,
+    /// `)`
     RParen,
+    /// `[`
     LBracket,
+    /// `]`
     RBracket,
+    /// `{`
     LBrace,
+    /// `}`
     RBrace,
+    /// `,`
     Comma,
+    /// `:`
     Colon,
+    /// `;`
     Semi,
+    /// `->`
     Arrow,
+    /// `..`
     DotDot,
+    /// `+`
     Plus,
+    /// `-`
     Minus,
+    /// `*`
     Star,
+    /// `/`
     Slash,
+    /// `%`
     Percent,
+    /// `=`
     Assign,
+    /// `+=`
     PlusAssign,
+    /// `-=`
     MinusAssign,
+    /// `*=`
     StarAssign,
+    /// `==`
     EqEq,
+    /// `!=`
     NotEq,
+    /// `<`
     Lt,
+    /// `<=`
     Le,
+    /// `>`
     Gt,
+    /// `>=`
     Ge,
+    /// `&&`
     AndAnd,
+    /// `||`
     OrOr,
+    /// `!`
     Bang,
+    /// The end of the text.
     Eof,
 }
 
@@ -95,7 +126,9 @@ impl Tok {
 /// A token and where it is.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Token {
+    /// What it is.
     pub tok: Tok,
+    /// Where it is in the source.
     pub span: Span,
 }
 

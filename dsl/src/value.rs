@@ -21,33 +21,56 @@ use std::fmt;
 /// One typed scalar.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Value {
+    /// A `bool`.
     Bool(bool),
+    /// A `u8`.
     U8(u8),
+    /// A `u16`.
     U16(u16),
+    /// A `u32`.
     U32(u32),
+    /// An `i8`.
     I8(i8),
+    /// An `i16`.
     I16(i16),
+    /// An `i32`.
     I32(i32),
+    /// An `i64`.
     I64(i64),
+    /// An `f32`.
     F32(f32),
+    /// An `f64`.
     F64(f64),
 }
 
 /// Binary operators of the language.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BinOp {
+    /// `+` (integers wrap).
     Add,
+    /// `-` (integers wrap).
     Sub,
+    /// `*` (integers wrap).
     Mul,
+    /// `/` (integers: Euclidean, division by zero gives 0).
     Div,
+    /// `%` (integers: Euclidean, modulo zero gives 0).
     Mod,
+    /// `==`.
     Eq,
+    /// `!=`.
     Ne,
+    /// `<`.
     Lt,
+    /// `<=`.
     Le,
+    /// `>`.
     Gt,
+    /// `>=`.
     Ge,
+    /// `&&`.
     And,
+    /// `||`.
     Or,
 }
 
@@ -183,7 +206,9 @@ macro_rules! cast_payload {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("internal error: `{op}` applied to {operands}")]
 pub struct OpError {
+    /// The operator.
     pub op: String,
+    /// The operand values, as text.
     pub operands: String,
 }
 
