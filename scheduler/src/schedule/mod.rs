@@ -307,6 +307,7 @@ impl Directive {
 }
 
 impl Schedule {
+    /// The empty schedule: every function keeps its default (see the module doc).
     pub fn new() -> Schedule {
         Schedule::default()
     }
@@ -372,10 +373,13 @@ impl<'a> StageBuilder<'a> {
         self.schedule.stage(&func, StageRef::Update(i))
     }
 
+    /// `split(var, outer, inner, factor)` with the default tail (`shift` on a pure definition,
+    /// `guard` on an update): `var` becomes `outer * factor + inner`, `inner` the inner loop.
     pub fn split(self, var: &str, outer: &str, inner: &str, factor: i64) -> Self {
         self.split_with(var, outer, inner, factor, None)
     }
 
+    /// `split` with the tail strategy given (`None`: the default).
     pub fn split_with(
         self,
         var: &str,
@@ -393,6 +397,7 @@ impl<'a> StageBuilder<'a> {
         })
     }
 
+    /// `fuse(outer, inner, fused)`: two adjacent loops, `outer` directly around `inner`, become one.
     pub fn fuse(self, outer: &str, inner: &str, fused: &str) -> Self {
         self.push(Directive::Fuse {
             outer: outer.into(),
@@ -401,12 +406,15 @@ impl<'a> StageBuilder<'a> {
         })
     }
 
+    /// `reorder(..)`: these loops in this order, outermost first; the others keep their places.
     pub fn reorder(self, vars: &[&str]) -> Self {
         self.push(Directive::Reorder(
             vars.iter().map(|v| v.to_string()).collect(),
         ))
     }
 
+    /// `tile(y, x, yo, xo, yi, xi, fy, fx)`: splits `y` by `fy` and `x` by `fx` and orders the loops
+    /// `yo, xo, yi, xi` (outer dimension first).
     #[allow(clippy::too_many_arguments)]
     pub fn tile(
         self,
@@ -432,6 +440,8 @@ impl<'a> StageBuilder<'a> {
         })
     }
 
+    /// `vectorize(var, width)`: splits `var` by `width` and vectorizes the inner loop (`var.v`),
+    /// keeping the name `var` for the outer one.
     pub fn vectorize(self, var: &str, width: i64) -> Self {
         self.push(Directive::Vectorize {
             var: var.into(),
@@ -449,6 +459,8 @@ impl<'a> StageBuilder<'a> {
         })
     }
 
+    /// `unroll(var, factor)`: splits `var` by `factor` and unrolls the inner loop (`var.u`),
+    /// keeping the name `var` for the outer one.
     pub fn unroll(self, var: &str, factor: i64) -> Self {
         self.push(Directive::Unroll {
             var: var.into(),
@@ -464,18 +476,24 @@ impl<'a> StageBuilder<'a> {
         })
     }
 
+    /// `parallel(var)`: the iterations of `var` run on the thread pool (refused on a loop that
+    /// carries a reduction: see `rfactor`).
     pub fn parallel(self, var: &str) -> Self {
         self.push(Directive::Parallel { var: var.into() })
     }
 
+    /// `compute_inline()`: the function is substituted into its consumers (a pure function's default).
     pub fn compute_inline(self) -> Self {
         self.push(Directive::ComputeInline)
     }
 
+    /// `compute_root()`: the function is computed whole before its consumers run.
     pub fn compute_root(self) -> Self {
         self.push(Directive::ComputeRoot)
     }
 
+    /// `compute_at(func, var)`: the function is computed inside the loop `var` of its consumer `func`,
+    /// over the region one iteration reads (to name an update's loop, edit `directives_mut`).
     pub fn compute_at(self, func: &str, var: &str) -> Self {
         self.push(Directive::ComputeAt(LoopLevel {
             func: func.into(),
@@ -484,10 +502,13 @@ impl<'a> StageBuilder<'a> {
         }))
     }
 
+    /// `store_root()`: the function's buffer is allocated once, outside every loop.
     pub fn store_root(self) -> Self {
         self.push(Directive::StoreRoot)
     }
 
+    /// `store_at(func, var)`: the function's buffer is allocated inside the loop `var` of `func`,
+    /// at or outside its compute level.
     pub fn store_at(self, func: &str, var: &str) -> Self {
         self.push(Directive::StoreAt(LoopLevel {
             func: func.into(),
@@ -496,6 +517,8 @@ impl<'a> StageBuilder<'a> {
         }))
     }
 
+    /// `reorder_storage(..)`: the function's buffer laid out in this order of its dimensions,
+    /// outermost first.
     pub fn reorder_storage(self, vars: &[&str]) -> Self {
         self.push(Directive::ReorderStorage(
             vars.iter().map(|v| v.to_string()).collect(),
