@@ -90,6 +90,7 @@ impl Model {
         )
     }
 
+    /// How many measurements the model has been trained on.
     pub fn samples(&self) -> usize {
         self.ys.len()
     }

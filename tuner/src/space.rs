@@ -41,7 +41,9 @@ pub const RFACTOR_CHUNKS: [u32; 4] = [0, 1024, 8192, 65536];
 /// Where a function is computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Place {
+    /// Inlined into its consumers.
     Inline,
+    /// Computed whole before its consumers.
     Root,
     /// At the loop this many levels into its consumer's stage (clamped to the deepest allowed).
     At(u8),
@@ -52,11 +54,14 @@ pub enum Place {
 pub struct StageGenes {
     /// An index into `FACTORS` per dimension: pure dimensions first, then reduction ones.
     pub split: Vec<u8>,
+    /// Put the reduction loops between the outer and the inner pure loops (a tile kept across
+    /// the reduction) rather than innermost.
     pub reduction_outside: bool,
     /// An index into the space's `widths`.
     pub vector: u8,
     /// An index into `UNROLLS`.
     pub unroll: u8,
+    /// Run the outermost loop in parallel (when it is a pure loop).
     pub parallel: bool,
     /// Vectorize the innermost loop when it is a reduction loop (legal for folds like `+=`
     /// and max), instead of the innermost pure loop.
@@ -88,9 +93,12 @@ pub struct Genome {
 /// A stage's own loops, by kind.
 #[derive(Clone, Debug)]
 pub struct StageShape {
+    /// The function.
     pub func: String,
+    /// Which of its stages.
     pub stage: StageRef,
     pub pure: Vec<String>,
+    /// Its reduction loops.
     pub reduction: Vec<String>,
     /// The operand packing copies, for a contraction's update.
     pub pack: Option<Pack>,
@@ -109,6 +117,7 @@ pub struct StageShape {
 /// other tile, stored with that dimension innermost so the microkernel reads it unit-stride.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pack {
+    /// The operand copied (an input or function).
     pub operand: String,
     /// The stage's pure variables the operand is indexed by.
     pub pure: Vec<String>,
@@ -121,6 +130,7 @@ pub struct Pack {
 
 /// The space of one pipeline, for one backend.
 pub struct Space {
+    /// The pipeline with inline reductions lifted to update definitions (what schedules name).
     pub lifted: Lifted,
     /// Functions in consumers-first order.
     pub funcs: Vec<(
@@ -128,6 +138,7 @@ pub struct Space {
         bool, /* has updates */
         bool, /* is output */
     )>,
+    /// Every stage's loops.
     pub stages: Vec<StageShape>,
     /// The backend the candidates are compiled with.
     pub backend: Backend,
@@ -278,6 +289,7 @@ impl Space {
         out
     }
 
+    /// A random point of the space: every decision drawn at random.
     pub fn random(&self, rng: &mut impl Rng) -> Genome {
         let mut g = self.default_genome();
         for i in 0..g.places.len() {
