@@ -277,7 +277,7 @@ fn error_unknown_directive_lists_the_directives() {
     assert_eq!(
         error("out: parallel(y)\nbx: compute_at(out, y).vectorise(x, 8)"),
         (
-            "unknown directive `vectorise` (did you mean `vectorize`?); the directives are: split, fuse, reorder, tile, vectorize, unroll, parallel, compute_inline, compute_root, compute_at, store_root, store_at, reorder_storage, wrap".into(),
+            "unknown directive `vectorise` (did you mean `vectorize`?); the directives are: split, fuse, reorder, tile, vectorize, unroll, parallel, compute_inline, compute_root, compute_at, store_root, store_at, reorder_storage, wrap, fold_storage, rfactor, specialize".into(),
             (2, 24)
         )
     );
@@ -288,7 +288,7 @@ fn error_unknown_directive_without_a_close_match() {
     assert_eq!(
         error("out: swizzle(x)"),
         (
-            "unknown directive `swizzle`; the directives are: split, fuse, reorder, tile, vectorize, unroll, parallel, compute_inline, compute_root, compute_at, store_root, store_at, reorder_storage, wrap".into(),
+            "unknown directive `swizzle`; the directives are: split, fuse, reorder, tile, vectorize, unroll, parallel, compute_inline, compute_root, compute_at, store_root, store_at, reorder_storage, wrap, fold_storage, rfactor, specialize".into(),
             (1, 6)
         )
     );
@@ -299,7 +299,7 @@ fn error_update_in_the_chain_says_where_it_goes() {
     assert_eq!(
         error("hist: parallel(b).update(0)"),
         (
-            "unknown directive `update`; the directives are: split, fuse, reorder, tile, vectorize, unroll, parallel, compute_inline, compute_root, compute_at, store_root, store_at, reorder_storage, wrap; `.update(N)` goes before the `:`, as in `f.update(0): ...`".into(),
+            "unknown directive `update`; the directives are: split, fuse, reorder, tile, vectorize, unroll, parallel, compute_inline, compute_root, compute_at, store_root, store_at, reorder_storage, wrap, fold_storage, rfactor, specialize; `.update(N)` goes before the `:`, as in `f.update(0): ...`".into(),
             (1, 19)
         )
     );
@@ -742,6 +742,8 @@ fn directive() -> impl Strategy<Value = Directive> {
         level().prop_map(Directive::StoreAt),
         prop::collection::vec(name(), 1..5).prop_map(Directive::ReorderStorage),
         (name(), name()).prop_map(|(producer, wrapper)| Directive::Wrap { producer, wrapper }),
+        "([A-Z] % [1-9] == [0-9]|\\([A-Z] - [0-9]\\) % [1-9] == 0|[a-z]+ > 0\\.5 && min\\([A-Z], [A-Z]\\) >= [0-9]{1,3})"
+            .prop_map(Directive::Specialize),
     ]
 }
 
