@@ -9,9 +9,11 @@ use crate::value::{BinOp, Value};
 /// One kernel: its inputs, its output and the functions that compute it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pipeline {
+    /// The kernel's name.
     pub name: String,
     /// Buffer and scalar inputs, in the order the signature declares them.
     pub inputs: Vec<Input>,
+    /// The result.
     pub output: Output,
     /// Every function, in the order of their first definition; the output is one of them.
     pub funcs: Vec<Func>,
@@ -20,16 +22,22 @@ pub struct Pipeline {
 /// A kernel argument.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Input {
+    /// The argument's name.
     pub name: String,
+    /// Its element type (a buffer's) or type (a scalar's).
     pub dtype: Dtype,
+    /// A buffer or a scalar.
     pub kind: InputKind,
 }
 
+/// Whether an input is a buffer or a scalar.
 #[derive(Clone, Debug, PartialEq)]
 pub enum InputKind {
     /// A row-major buffer (last index contiguous); reads outside it follow the boundary condition.
     Buffer {
+        /// The declared extents, outermost first.
         shape: Vec<Extent>,
+        /// The `with ...` boundary condition, if any (without one, reads stay inside).
         boundary: Option<Boundary>,
     },
     /// A scalar parameter such as `alpha: f32`.
@@ -39,7 +47,9 @@ pub enum InputKind {
 /// An input buffer's extent: a size variable, bound when the kernel is called, or a constant.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Extent {
+    /// A size variable (`M`).
     Size(String),
+    /// A constant extent (`3`).
     Const(i64),
 }
 
@@ -59,19 +69,26 @@ pub enum Boundary {
 /// The kernel's result: the function it names, its type and extents (expressions of sizes).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Output {
+    /// The output function's name.
     pub name: String,
+    /// Its element type.
     pub dtype: Dtype,
+    /// Its extents, outermost first, as expressions of sizes.
     pub extents: Vec<Expr>,
 }
 
 /// A function `name(vars) = value`, then its updates in order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Func {
+    /// The function's name.
     pub name: String,
+    /// Its element type.
     pub dtype: Dtype,
     /// The pure variables, outermost first (the last one is innermost by default).
     pub vars: Vec<String>,
+    /// The pure definition's value.
     pub value: Expr,
+    /// The update definitions, applied in order after the pure one.
     pub updates: Vec<Update>,
 }
 
@@ -81,12 +98,16 @@ pub struct Func {
 /// declaration order, the last innermost.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Update {
+    /// The reduction domain, outermost first (empty for an update over pure variables only).
     pub rvars: Vec<RVar>,
     /// The domain's `where` predicate (Halide's `RDom::where`): points where it is false are
     /// skipped. It reads only variables, sizes, scalar parameters and constants.
     pub predicate: Option<Expr>,
+    /// The target's index, one expression per dimension.
     pub args: Vec<Expr>,
+    /// How the value combines with the target.
     pub op: UpdateOp,
+    /// The value.
     pub value: Expr,
 }
 
@@ -104,6 +125,7 @@ pub enum UpdateOp {
 }
 
 impl UpdateOp {
+    /// The operator as written (`=`, `+=`, `-=`, `*=`).
     pub fn symbol(self) -> &'static str {
         match self {
             UpdateOp::Assign => "=",
@@ -130,14 +152,18 @@ impl UpdateOp {
 /// constants: `k in i + 1..M` is a triangular domain.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RVar {
+    /// The variable's name.
     pub name: String,
+    /// The first value.
     pub lo: Expr,
+    /// One past the last value.
     pub hi: Expr,
 }
 
 /// A typed expression.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expr {
+    /// A constant of its value's type.
     Const(Value),
     /// A pure variable of the enclosing definition (`i32`).
     Var(String),
@@ -149,49 +175,72 @@ pub enum Expr {
     Param(String, Dtype),
     /// A read of a function or an input buffer at integer indices.
     Call(Call),
+    /// `-x`.
     Neg(Box<Expr>),
+    /// `!x`.
     Not(Box<Expr>),
+    /// `a op b`, operands of one type.
     Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// `select(cond, then, else)`.
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// `type(x)`: a conversion, as Rust's `as`.
     Cast(Dtype, Box<Expr>),
+    /// A built-in function applied to its arguments.
     Intrinsic(Intrinsic, Vec<Expr>),
     /// An inline reduction `sum(k in 0..K) body`.
     Reduce(Reduce),
 }
 
+/// A read `name(args)` of a function or an input.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Call {
+    /// What `name` is.
     pub target: CallTarget,
+    /// The function or input read.
     pub name: String,
+    /// The index, one expression per dimension, outermost first.
     pub args: Vec<Expr>,
+    /// The value's type.
     pub dtype: Dtype,
 }
 
+/// What a call reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CallTarget {
+    /// A function of the kernel.
     Func,
+    /// An input buffer (reads outside follow its boundary condition).
     Input,
 }
 
+/// An inline reduction `op(rvars where predicate) body`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Reduce {
+    /// How values combine.
     pub op: ReduceOp,
+    /// The domain, outermost first.
     pub rvars: Vec<RVar>,
     /// The domain's `where` predicate, as `Update::predicate`.
     pub predicate: Option<Box<Expr>>,
+    /// The value reduced, at each point of the domain.
     pub body: Box<Expr>,
 }
 
 /// Inline reductions; each starts from its identity (0, 1, the type's lowest or highest value).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReduceOp {
+    /// `sum`, from 0.
     Sum,
+    /// `prod`, from 1.
     Prod,
+    /// `max`, from the type's lowest value.
     Max,
+    /// `min`, from the type's highest value.
     Min,
 }
 
 impl ReduceOp {
+    /// The reduction's name as written (`sum`, `prod`, `max`, `min`).
     pub fn name(self) -> &'static str {
         match self {
             ReduceOp::Sum => "sum",
@@ -201,6 +250,7 @@ impl ReduceOp {
         }
     }
 
+    /// The reduction called `name`, if one is.
     pub fn from_name(name: &str) -> Option<ReduceOp> {
         [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min]
             .into_iter()
@@ -211,28 +261,45 @@ impl ReduceOp {
 /// Built-in functions other than casts and `select`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Intrinsic {
+    /// `min(a, b)`: `a < b ? a : b`.
     Min,
+    /// `max(a, b)`.
     Max,
+    /// `abs(x)`, of the same type.
     Abs,
+    /// `clamp(x, lo, hi)`.
     Clamp,
+    /// `floor(x)` (floats).
     Floor,
+    /// `ceil(x)` (floats).
     Ceil,
+    /// `round(x)`, half to even (floats).
     Round,
+    /// `sqrt(x)` (floats).
     Sqrt,
+    /// `exp(x)` (floats).
     Exp,
+    /// `log(x)` (floats).
     Log,
+    /// `pow(x, y)` (floats).
     Pow,
+    /// `sin(x)` (floats).
     Sin,
+    /// `cos(x)` (floats).
     Cos,
+    /// `tanh(x)` (floats).
     Tanh,
     /// `fast_exp`, `fast_log`, `fast_pow`: f32 only, a few ulp, computed bit for bit alike by
     /// every executor (`crate::fast_math` holds the one definition).
     FastExp,
+    /// `fast_log(x)`, see `FastExp`.
     FastLog,
+    /// `fast_pow(x, y)`, see `FastExp`.
     FastPow,
 }
 
 impl Intrinsic {
+    /// Every intrinsic.
     pub const ALL: [Intrinsic; 17] = [
         Intrinsic::Min,
         Intrinsic::Max,
@@ -253,6 +320,7 @@ impl Intrinsic {
         Intrinsic::FastPow,
     ];
 
+    /// The name as written in kernels.
     pub fn name(self) -> &'static str {
         match self {
             Intrinsic::Min => "min",
@@ -275,10 +343,12 @@ impl Intrinsic {
         }
     }
 
+    /// The intrinsic called `name`, if one is.
     pub fn from_name(name: &str) -> Option<Intrinsic> {
         Intrinsic::ALL.into_iter().find(|i| i.name() == name)
     }
 
+    /// How many arguments it takes.
     pub fn arity(self) -> usize {
         match self {
             Intrinsic::Min | Intrinsic::Max | Intrinsic::Pow | Intrinsic::FastPow => 2,
@@ -347,6 +417,7 @@ impl Expr {
         found
     }
 
+    /// `a op b`.
     pub fn binary(op: BinOp, a: Expr, b: Expr) -> Expr {
         Expr::Binary(op, Box::new(a), Box::new(b))
     }
@@ -415,10 +486,12 @@ impl Func {
 }
 
 impl Pipeline {
+    /// The function called `name`, if there is one.
     pub fn func(&self, name: &str) -> Option<&Func> {
         self.funcs.iter().find(|f| f.name == name)
     }
 
+    /// The input called `name`, if there is one.
     pub fn input(&self, name: &str) -> Option<&Input> {
         self.inputs.iter().find(|i| i.name == name)
     }
