@@ -15,8 +15,8 @@
 //! [`run_worker_if_requested`] recognizes such a start, serves the tuner's requests on
 //! stdin/stdout and exits; in every other start it returns at once and costs nothing. A
 //! program that tunes must therefore call it before anything else in `main`; without it the
-//! children run your `main` from the top and never answer, and every candidate is recorded as
-//! a crash or a timeout. Test harnesses and programs that cannot do this point
+//! children run your `main` from the top (tuning again, starting workers of their own) and
+//! never answer, and every candidate is recorded as a crash or a timeout. Test harnesses and programs that cannot do this point
 //! [`TuneOptions::worker`] at another program that calls the hook, the `strata` binary for
 //! one (`WorkerCommand { program: "strata".into(), ..Default::default() }`, taken from your
 //! `PATH`; it must be built from the same strata version, since the two exchange JSON). Only tuning needs a worker: using the results (`strata::compile_tuned`) does not.
