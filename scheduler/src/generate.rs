@@ -194,7 +194,7 @@ impl Generator {
         let Some(plan) = self.plan() else { return };
         for (name, fp) in &plan.funcs {
             let stored_outside = fp.store != fp.compute;
-            let odds = if stored_outside { 0.8 } else { 0.15 };
+            let odds = if stored_outside { 0.8 } else { 0.05 };
             if fp.compute == Placement::Inline || !rng.random_bool(odds) {
                 continue;
             }
