@@ -258,8 +258,8 @@ pub fn stage_nest(pipeline: &Pipeline, func: &Func, loops: &StageLoops) -> Stage
     let mut guards: Vec<LExpr> = Vec::new();
     let original_ranges = ranges.clone();
     let original_names = names.clone();
-    for step in &loops.steps {
-        let exact = matches!(step, Step::Split { old, .. } if loops.exact.contains(old));
+    for (i, step) in loops.steps.iter().enumerate() {
+        let exact = loops.exact.contains(&i);
         apply_step(step, exact, &mut names, &mut ranges, &mut lets, &mut guards);
     }
     let rounds_up = loops.steps.iter().any(|s| {
