@@ -88,6 +88,8 @@
 //! }
 //! ```
 
+#![warn(missing_docs)]
+
 #[doc(inline)]
 pub use strata_dsl as dsl;
 pub use strata_dsl::{

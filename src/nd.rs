@@ -27,7 +27,9 @@ use strata_dsl::Buffer;
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("an array of shape {shape:?} with strides {strides:?} is not in standard (row-major, contiguous) layout: copy it with .as_standard_layout() first")]
 pub struct LayoutError {
+    /// The array's shape.
     pub shape: Vec<usize>,
+    /// Its strides, in elements.
     pub strides: Vec<isize>,
 }
 

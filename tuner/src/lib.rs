@@ -41,6 +41,8 @@
 //! }
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod model;
 pub mod space;
 pub mod strategy;

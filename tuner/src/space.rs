@@ -97,6 +97,7 @@ pub struct StageShape {
     pub func: String,
     /// Which of its stages.
     pub stage: StageRef,
+    /// Its pure loops, outermost first.
     pub pure: Vec<String>,
     /// Its reduction loops.
     pub reduction: Vec<String>,
