@@ -930,7 +930,11 @@ impl<'a> ExprChecker<'a> {
 
     /// The names an expression here may use bare: its variables, sizes and scalar parameters.
     fn names_in_scope(&self) -> Vec<&str> {
-        let vars = self.rvars.iter().chain(self.pure_vars.iter()).chain(&self.names.sizes);
+        let vars = self
+            .rvars
+            .iter()
+            .chain(self.pure_vars.iter())
+            .chain(&self.names.sizes);
         let scalars = self.names.inputs.iter().filter(|(_, i)| i.rank.is_none());
         let scalars = scalars.map(|(name, _)| name.as_str());
         vars.map(|v| v.as_str()).chain(scalars).collect()
@@ -1074,7 +1078,10 @@ impl<'a> ExprChecker<'a> {
         }
         let callable = self.names.funcs.keys().chain(self.names.inputs.keys());
         let suggestion = crate::suggest::did_you_mean(name, callable.map(|k| k.as_str()));
-        err(format!("unknown function or input `{name}`{suggestion}"), callee.span)
+        err(
+            format!("unknown function or input `{name}`{suggestion}"),
+            callee.span,
+        )
     }
 
     /// In an update of `f`, a read of `f` itself may use a pure variable only bare in its own
