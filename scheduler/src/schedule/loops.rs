@@ -337,7 +337,10 @@ pub fn stage_loops(
 /// it must run inside every loop made from the variables they read: there the bounds are
 /// known when the loop starts. The first loop that breaks this, as the rule it breaks.
 fn bound_order_violation(func: &Func, loops: &StageLoops) -> Option<Rule> {
-    let update = loops.stage.checked_sub(1).and_then(|u| func.updates.get(u))?;
+    let update = loops
+        .stage
+        .checked_sub(1)
+        .and_then(|u| func.updates.get(u))?;
     let origins = loop_origins(loops);
     for rvar in &update.rvars {
         let mut reads = Vec::new();
