@@ -12,15 +12,25 @@ use crate::value::Value;
 /// The elements of a buffer, one vector per element type.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Data {
+    /// `bool` elements.
     Bool(Vec<bool>),
+    /// `u8` elements.
     U8(Vec<u8>),
+    /// `u16` elements.
     U16(Vec<u16>),
+    /// `u32` elements.
     U32(Vec<u32>),
+    /// `i8` elements.
     I8(Vec<i8>),
+    /// `i16` elements.
     I16(Vec<i16>),
+    /// `i32` elements.
     I32(Vec<i32>),
+    /// `i64` elements.
     I64(Vec<i64>),
+    /// `f32` elements.
     F32(Vec<f32>),
+    /// `f64` elements.
     F64(Vec<f64>),
 }
 
@@ -33,8 +43,11 @@ pub struct Buffer {
 
 /// A Rust type that is an element type of the language.
 pub trait Element: Copy + 'static {
+    /// The element type.
     const DTYPE: Dtype;
+    /// The values as a `Data` of their type.
     fn into_data(values: Vec<Self>) -> Data;
+    /// The elements of `data`, if they are of this type.
     fn slice(data: &Data) -> Option<&[Self]>;
 }
 
@@ -87,16 +100,27 @@ macro_rules! with_vec {
 /// `usize`, or the memory for it could not be allocated.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ShapeError {
+    /// The number of values is not the product of the extents.
     #[error("a buffer of shape {shape:?} needs {expected} elements, found {found}")]
     WrongLength {
+        /// The shape asked for.
         shape: Vec<usize>,
+        /// The product of its extents.
         expected: usize,
+        /// The number of values given.
         found: usize,
     },
+    /// The element count does not fit a `usize`.
     #[error("a buffer of shape {0:?} has more elements than this machine can address")]
     TooLarge(Vec<usize>),
+    /// The allocation failed.
     #[error("could not allocate {bytes} bytes for a buffer of shape {shape:?}")]
-    OutOfMemory { shape: Vec<usize>, bytes: usize },
+    OutOfMemory {
+        /// The shape asked for.
+        shape: Vec<usize>,
+        /// The bytes it needs.
+        bytes: usize,
+    },
 }
 
 /// The number of elements of `shape`, if it fits a `usize`.
@@ -321,9 +345,13 @@ impl Buffer {
 /// What the call boundary (`Signature::bind`) reads of a buffer argument: its element type,
 /// shape and element count. Owned buffers and borrowed views are checked by the same code.
 pub trait BufferShape {
+    /// The element type.
     fn dtype(&self) -> Dtype;
+    /// The extents, outermost first.
     fn shape(&self) -> &[usize];
+    /// The number of elements.
     fn len(&self) -> usize;
+    /// Whether there are no elements.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -345,38 +373,61 @@ impl BufferShape for Buffer {
 /// a type parameter (one argument map holds inputs of different types).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum SliceRef<'a> {
+    /// `bool` elements.
     Bool(&'a [bool]),
+    /// `u8` elements.
     U8(&'a [u8]),
+    /// `u16` elements.
     U16(&'a [u16]),
+    /// `u32` elements.
     U32(&'a [u32]),
+    /// `i8` elements.
     I8(&'a [i8]),
+    /// `i16` elements.
     I16(&'a [i16]),
+    /// `i32` elements.
     I32(&'a [i32]),
+    /// `i64` elements.
     I64(&'a [i64]),
+    /// `f32` elements.
     F32(&'a [f32]),
+    /// `f64` elements.
     F64(&'a [f64]),
 }
 
 /// A caller's elements, borrowed mutably (an output written in place).
 #[derive(Debug, PartialEq)]
 pub enum SliceMut<'a> {
+    /// `bool` elements.
     Bool(&'a mut [bool]),
+    /// `u8` elements.
     U8(&'a mut [u8]),
+    /// `u16` elements.
     U16(&'a mut [u16]),
+    /// `u32` elements.
     U32(&'a mut [u32]),
+    /// `i8` elements.
     I8(&'a mut [i8]),
+    /// `i16` elements.
     I16(&'a mut [i16]),
+    /// `i32` elements.
     I32(&'a mut [i32]),
+    /// `i64` elements.
     I64(&'a mut [i64]),
+    /// `f32` elements.
     F32(&'a mut [f32]),
+    /// `f64` elements.
     F64(&'a mut [f64]),
 }
 
 /// A Rust element type's borrowed slices as `SliceRef`/`SliceMut` (the element types of the
 /// language; implemented for the same types as [`Element`]).
 pub trait ViewElement: Element {
+    /// The values as a `SliceRef` of their type.
     fn slice_ref(values: &[Self]) -> SliceRef<'_>;
+    /// The values as a `SliceMut` of their type.
     fn slice_mut(values: &mut [Self]) -> SliceMut<'_>;
+    /// The elements of `slice`, if they are of this type.
     fn from_ref<'a>(slice: SliceRef<'a>) -> Option<&'a [Self]>;
 }
 
@@ -600,7 +651,9 @@ impl<'a> From<&'a mut Buffer> for BufferViewMut<'a> {
 /// (what [`crate::Args`] is for owned buffers).
 #[derive(Clone, Debug, Default)]
 pub struct ViewArgs<'a> {
+    /// The buffer inputs, by name.
     pub buffers: std::collections::BTreeMap<String, BufferView<'a>>,
+    /// The scalar parameters, by name.
     pub scalars: std::collections::BTreeMap<String, Value>,
 }
 

@@ -52,20 +52,32 @@ pub enum EvalError {
     /// The arguments do not fit the kernel's signature (the check every executor shares).
     #[error(transparent)]
     Call(#[from] CallError),
+    /// A function would be computed over a region too large to hold (an unbounded
+    /// data-dependent index).
     #[error("the region of `{func}` needed is too large to compute ({elements} elements, dimension {dim} spans {lo}..={hi}); bound data-dependent indices with clamp()")]
     RegionTooLarge {
+        /// The function.
         func: String,
+        /// The elements the region holds.
         elements: u64,
+        /// A dimension past the limit.
         dim: usize,
+        /// The lowest index needed there.
         lo: i64,
+        /// The highest index needed there.
         hi: i64,
     },
+    /// A read outside an input without a boundary condition.
     #[error("input `{input}` read at {index:?}, outside its shape {shape:?}, and it has no boundary condition")]
     OutOfBounds {
+        /// The input.
         input: String,
+        /// The index read.
         index: Vec<i64>,
+        /// The input's shape.
         shape: Vec<usize>,
     },
+    /// A bug in strata (an earlier rung let through what the evaluator cannot compute).
     #[error("internal error: {0}")]
     Internal(String),
 }

@@ -91,8 +91,15 @@ fn parse_and_check(source: &str) -> Result<Vec<Pipeline>, Diagnostic> {
 /// Why a kernel file could not be loaded: it could not be read, or it does not check.
 #[derive(Debug, thiserror::Error)]
 pub enum KernelFileError {
+    /// The file could not be read.
     #[error("cannot read {path}: {message}")]
-    Read { path: String, message: String },
+    Read {
+        /// The file.
+        path: String,
+        /// Why, as the system says it.
+        message: String,
+    },
+    /// The text does not parse or check (the diagnostic names the file, line and column).
     #[error(transparent)]
     Check(#[from] Diagnostic),
 }
