@@ -67,6 +67,7 @@ fn fold_step(s: &Stmt) -> Option<(Fold, &Expr)> {
 }
 
 fn with_accumulators(l: &Stmt) -> Option<Stmt> {
+    let l = &lets_out_of_stores(l);
     let Stmt::For { var, body, .. } = l else {
         return None;
     };
@@ -91,6 +92,29 @@ fn with_accumulators(l: &Stmt) -> Option<Stmt> {
         out = accumulate(fold, out);
     }
     Some(out)
+}
+
+/// `s` with the lets common-subexpression elimination put in a store's value (`dp[ko] = let
+/// t = ramp(..) in dp[ko] + reduce_add(a[t] * b[t])`) moved around the store as statement lets,
+/// so the fold step under them is seen (a factored reduction's fold indexes its pieces). Only
+/// where the store's index does not read the name, which the move would bind there.
+fn lets_out_of_stores(s: &Stmt) -> Stmt {
+    match s {
+        Stmt::Store {
+            buffer,
+            index,
+            value: Expr::Let { name, value, body },
+        } if !index.uses_var(name) => Stmt::Let {
+            name: name.clone(),
+            value: (**value).clone(),
+            body: Box::new(lets_out_of_stores(&Stmt::Store {
+                buffer: buffer.clone(),
+                index: index.clone(),
+                value: (**body).clone(),
+            })),
+        },
+        other => other.map(&mut |e| e.clone(), &mut lets_out_of_stores),
+    }
 }
 
 /// Collects the fold steps in `s` and the names it binds; `None` if `s` holds an allocation

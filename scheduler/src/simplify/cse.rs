@@ -16,7 +16,8 @@ use strata_dsl::{BinOp, Value};
 /// A let's value and body, and a `select` arm or the right operand of `&&`/`||` that reads
 /// memory (evaluated on one path only), are handled as expressions of their own, so that
 /// nothing escapes the scope of a variable and no load is evaluated where the program would
-/// not evaluate it. Broadcasts and ramps of trivial values are cheap to rebuild, so not named.
+/// not evaluate it. Broadcasts of trivial values are cheap to rebuild, so not named; ramps are
+/// never named (a load at a named ramp would be a gather), their bases are.
 pub fn cse(e: &Expr) -> Expr {
     let mut taken = HashSet::new();
     names_in_expr(e, &mut taken);
@@ -104,7 +105,9 @@ fn worth_naming(e: &Expr) -> bool {
     match e {
         _ if is_trivial(e) => false,
         Expr::Broadcast { value, .. } => worth_naming(value),
-        Expr::Ramp { base, stride, .. } => worth_naming(base) || worth_naming(stride),
+        // A ramp stays where it indexes, so code generation sees a dense load or store (a
+        // named ramp became a gather); its base, when shared, is named instead.
+        Expr::Ramp { .. } => false,
         _ => true,
     }
 }
