@@ -185,16 +185,16 @@ pub enum Directive {
     /// safe (`lower::fold_storage`): the directive fixes the extent, or folds a dimension
     /// automatic folding leaves alone (the contiguous one).
     ///
-    /// Rewrite (blur3x3 with `bx: store_root().compute_at(out, y).fold_storage(y, 3)`: H + 2
-    /// rows of `bx` become 3):
+    /// Rewrite (blur3x3 with `bx: store_root().compute_at(out, y).fold_storage(y, 3)`: H rows
+    /// of `bx` become 3):
     ///
     /// ```text
-    /// realize bx[0 ..= H + 1, 0 ..= W - 1]:
+    /// realize bx[0 ..= H - 1, 0 ..= W - 3]:
     ///   for out.y:
     ///     for bx.y in out.y ..= out.y + 2: bx[bx.y, x] = ..
     ///     for out.x: out[y, x] = bx[y, x] + bx[y + 1, x] + bx[y + 2, x]
     ///   -->
-    /// realize bx[0 ..= 2, 0 ..= W - 1]:
+    /// realize bx[0 ..= 2, 0 ..= W - 3]:
     ///   for out.y:
     ///     for bx.y in out.y ..= out.y + 2: bx[bx.y % 3, x] = ..
     ///     for out.x: out[y, x] = bx[y % 3, x] + bx[(y + 1) % 3, x] + bx[(y + 2) % 3, x]
