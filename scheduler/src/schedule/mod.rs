@@ -12,7 +12,8 @@
 //!   the inner one, named `x.v`; `unroll(x, f)` likewise with `x.u`.
 //!
 //! What a schedule leaves unsaid keeps its default: a pure function is inlined into its
-//! consumers; the output and any function with an update are computed at root; loops run
+//! consumers; the output, any function with an update and any function holding an inline
+//! reduction (`rstd(r) = 1 / sqrt(sum(c in 0..C) ...)`) are computed at root; loops run
 //! serially in the order of the definition's variables, the last innermost, and an update's pure
 //! variables loop outside its reduction variables.
 

@@ -558,11 +558,11 @@ pub(crate) fn validate_plain(lifted: &Lifted, schedule: &Schedule) -> Result<Pla
         );
     }
     for func in &pipeline.funcs {
-        let (compute, store) = explicit_placement(pipeline, func, schedule, &funcs)?;
+        let (compute, store) = explicit_placement(lifted, func, schedule, &funcs)?;
         let plan = funcs
             .get_mut(&func.name)
             .ok_or_else(|| unknown(&func.name, pipeline))?;
-        plan.compute = compute.unwrap_or_else(|| default_compute(func, pipeline));
+        plan.compute = compute.unwrap_or_else(|| default_compute(func, lifted));
         plan.store = store.unwrap_or_else(|| plan.compute.clone());
     }
     resolve_anonymous(lifted, schedule, &mut funcs);
@@ -786,9 +786,14 @@ fn folds(
     Ok(folds)
 }
 
-/// Pure functions are inlined; the output and functions with updates are computed at root.
-fn default_compute(func: &Func, pipeline: &Pipeline) -> Placement {
-    if func.name == pipeline.output.name || !func.updates.is_empty() {
+/// Pure functions are inlined; the output, functions with updates and functions holding an
+/// inline reduction inside a larger expression (`rstd(r) = 1 / sqrt(sum(c in 0..C) ...)`,
+/// whose sum lifting makes a function of its own) are computed at root. Inlined,
+/// such a function would repeat its whole reduction for every element of every consumer
+/// (layernorm: O(C^2) work per row); Halide users expect reductions computed once.
+fn default_compute(func: &Func, lifted: &Lifted) -> Placement {
+    let holds_reduction = lifted.anonymous.iter().any(|(_, c)| *c == func.name);
+    if func.name == lifted.pipeline.output.name || !func.updates.is_empty() || holds_reduction {
         Placement::Root
     } else {
         Placement::Inline
@@ -799,11 +804,12 @@ type Explicit = (Option<Placement>, Option<Placement>);
 
 /// The compute and store placements a function's line asks for, checked one by one.
 fn explicit_placement(
-    pipeline: &Pipeline,
+    lifted: &Lifted,
     func: &Func,
     schedule: &Schedule,
     funcs: &BTreeMap<String, FuncPlan>,
 ) -> Result<Explicit, ScheduleError> {
+    let pipeline = &lifted.pipeline;
     let mut compute: Option<(Placement, &Directive)> = None;
     let mut store: Option<(Placement, &Directive)> = None;
     let is_output = func.name == pipeline.output.name;
@@ -843,7 +849,7 @@ fn explicit_placement(
         let fail = |rule| directive_error(&func.name, StageRef::Pure, d, rule);
         let c = compute
             .as_ref()
-            .map_or_else(|| default_compute(func, pipeline), |(c, _)| c.clone());
+            .map_or_else(|| default_compute(func, lifted), |(c, _)| c.clone());
         if c == Placement::Inline {
             return Err(fail(Rule::ScheduledInline));
         }
