@@ -31,21 +31,48 @@ use strata_dsl::Sizes;
 /// Why a kernel could not be lowered with a schedule.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum LowerError {
+    /// The schedule breaks a rule (it names the function, the directive and the rule).
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
+    /// A region bounds inference cannot bound: an index read from data of an unbounded type.
     #[error("cannot bound the region of `{func}` in dimension {dim}: an index depends on data of an unbounded type; clamp it")]
-    Unbounded { func: String, dim: usize },
+    Unbounded {
+        /// The function whose region is unbounded.
+        func: String,
+        /// The dimension (0 is outermost).
+        dim: usize,
+    },
+    /// A size fixed in advance that the kernel does not have.
     #[error("unknown size `{name}` (the kernel's sizes are: {})", sizes.join(", "))]
-    UnknownSize { name: String, sizes: Vec<String> },
+    UnknownSize {
+        /// The size given.
+        name: String,
+        /// The kernel's sizes.
+        sizes: Vec<String>,
+    },
+    /// A size fixed in advance outside 0..=`MAX_EXTENT`.
     #[error("size `{name}` is {value}; a size fixed in advance must be 0 to {MAX_EXTENT}")]
-    SizeOutOfRange { name: String, value: i64 },
+    SizeOutOfRange {
+        /// The size.
+        name: String,
+        /// Its value.
+        value: i64,
+    },
+    /// An inline reduction in an update of `func` that reads `func` itself.
     #[error("the reduction `{reduction}` inside an update of `{func}` reads `{func}` itself, which strata cannot schedule; compute the reduction as an update of its own function first")]
-    ReductionReadsUpdatedFunction { func: String, reduction: String },
+    ReductionReadsUpdatedFunction {
+        /// The function updated.
+        func: String,
+        /// The function the reduction was lifted to (`<func>_<op><n>`).
+        reduction: String,
+    },
     /// The kernel is past one of the limits in `limits` (which keep lowering on its stack).
     #[error("the kernel is too large to lower: {0}")]
     TooLarge(String),
+    /// A bug in a lowering pass.
     #[error("internal error in lowering: {0}")]
     Internal(String),
+    /// A bug caught by the final verifier (`verify`).
     #[error("internal error: the lowered IR is malformed: {0}")]
     Verify(String),
 }
