@@ -742,6 +742,7 @@ fn directive() -> impl Strategy<Value = Directive> {
         level().prop_map(Directive::StoreAt),
         prop::collection::vec(name(), 1..5).prop_map(Directive::ReorderStorage),
         (name(), name()).prop_map(|(producer, wrapper)| Directive::Wrap { producer, wrapper }),
+        (name(), factor()).prop_map(|(var, extent)| Directive::FoldStorage { var, extent }),
         "([A-Z] % [1-9] == [0-9]|\\([A-Z] - [0-9]\\) % [1-9] == 0|[a-z]+ > 0\\.5 && min\\([A-Z], [A-Z]\\) >= [0-9]{1,3})"
             .prop_map(Directive::Specialize),
     ]
