@@ -558,7 +558,11 @@ fn run_command(
     if let Ok(lowered) = strata::jit::lower_for(chosen, &schedule, &sizes) {
         warn_if_wasteful(&lowered);
     }
-    let (m, output) = run::measure(chosen, &schedule, &sizes, &args, settings)?;
+    let (mut m, output) = run::measure(chosen, &schedule, &sizes, &args, settings)?;
+    if m.float_ops.is_none() {
+        // Unchecked: the reference did not count the operations; an earlier run did.
+        m.float_ops = tuning::recorded_float_ops(db, chosen, &sizes);
+    }
     // Written even when the answer is wrong (the error below says so), for inspection.
     run::write_outputs(chosen, &output, &outputs)?;
     print_out(&if json {
@@ -639,6 +643,11 @@ fn report_text(
     );
     let throughput = match m.gflops() {
         Some(g) => format!("throughput: {g:.2} GFLOP/s, {:.2} GB/s", m.gbps()),
+        None if m.correct.is_none() => format!(
+            "throughput: {:.2} GB/s (GFLOP/s needs the reference's operation count: run \
+             without --no-check, or tune this kernel and shape first: the database keeps it)",
+            m.gbps()
+        ),
         None => format!("throughput: {:.2} GB/s", m.gbps()),
     };
     let title = format!(

@@ -429,3 +429,15 @@ pub fn best_schedule(
         }
     }
 }
+
+/// The floating-point operation count an earlier run recorded for `kernel` at `sizes` in the
+/// database at `db_path` (`None` if there is no database there or no such record). Opened
+/// read-only: looking never creates or changes a database.
+pub fn recorded_float_ops(db_path: &Path, kernel: &Pipeline, sizes: &Sizes) -> Option<u64> {
+    if !db_path.exists() {
+        return None;
+    }
+    let db = Db::open_read_only(db_path).ok()?;
+    let key = strata::tuner::tune::tuning_key(kernel, sizes, 1, strata::Backend::Cranelift);
+    db.float_ops(&key.kernel_hash, &key.shape).ok().flatten()
+}

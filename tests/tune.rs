@@ -1968,3 +1968,47 @@ fn a_worker_does_not_outlive_a_killed_tuner() {
         || !alive(worker),
     );
 }
+
+/// `run --no-check` skips the reference, which counts the operations; the tuning database
+/// keeps the count of every tuned kernel and shape, so GFLOP/s is still reported with it.
+/// Without a record the output says how to get one, and no database is created by looking.
+#[test]
+fn run_without_check_reports_gflops_from_the_tuning_database() {
+    let db = TempDb::new("noflops");
+    succeed(&mut tune_command(
+        db.path(),
+        MATMUL,
+        MATMUL_32,
+        &["--trials", "2"],
+    ));
+    let run = |db: &Path| {
+        let mut cmd = strata();
+        cmd.arg("run")
+            .arg(kernel_file(MATMUL))
+            .args([
+                "--shape",
+                MATMUL_32,
+                "--no-check",
+                "--threads",
+                "1",
+                "--min-time",
+                "0.01",
+            ])
+            .arg("--db")
+            .arg(db);
+        succeed(&mut cmd)
+    };
+    let recorded = run(db.path());
+    assert!(recorded.contains("GFLOP/s,"), "{recorded}");
+    let missing = TempDb::new("noflops-missing");
+    let unknown = run(missing.path());
+    assert!(
+        unknown.contains("GFLOP/s needs the reference's operation count"),
+        "{unknown}"
+    );
+    assert!(
+        !missing.path().exists(),
+        "looking created {}",
+        missing.path().display()
+    );
+}

@@ -167,6 +167,23 @@ impl Db {
         best_where(&self.conn, key, "1").map_err(|e| self.err(e))
     }
 
+    /// The floating-point operation count the reference evaluator recorded for the kernel
+    /// with `kernel_hash` at `shape` (canonical, as in [`TuningKey`]), from the latest run that
+    /// has one. The count is the definition's, the same on every machine, thread count and
+    /// backend, so any run of the kernel and shape gives it (`strata run --no-check` reports
+    /// GFLOP/s with it without running the reference).
+    pub fn float_ops(&self, kernel_hash: &str, shape: &str) -> Result<Option<u64>, DbError> {
+        let sql = "SELECT float_ops FROM runs WHERE kernel_hash = :kernel_hash AND shape = :shape
+             AND float_ops IS NOT NULL ORDER BY started_at DESC, uid DESC LIMIT 1";
+        let params = named_params! { ":kernel_hash": kernel_hash, ":shape": shape };
+        let found = self.conn.query_row(sql, params, |r| get_opt_u64(r, 0));
+        match found {
+            Ok(ops) => Ok(ops),
+            Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+            Err(e) => Err(self.err(e)),
+        }
+    }
+
     /// The highest trial number recorded for `key` in any run, so a resumed tuner can
     /// number its trials on from there.
     pub fn max_trial(&self, key: &TuningKey) -> Result<Option<u64>, DbError> {
