@@ -287,6 +287,11 @@ fn host_features() -> String {
     std::env::consts::ARCH.to_string()
 }
 
+/// Why `tune` refuses to run in a process started as a worker.
+pub const NO_WORKER_HOOK: &str = "this process was started as a tuning worker but tuned instead \
+     of working: call `strata::tuner::worker::run_worker_if_requested()` first thing in `main` \
+     (the tuner measures candidates in child processes running this program)";
+
 /// Tunes `pipeline` (whose source text is `source`) at `sizes`, recording into `db`.
 pub fn tune(
     db: &Db,
@@ -298,6 +303,11 @@ pub fn tune(
     if !options.backend.is_built() {
         let why = strata_jit::CodegenError::NotBuilt(options.backend);
         return Err(TuneError::Setup(why.to_string()));
+    }
+    if crate::worker::started_as_worker() {
+        // A program whose main tunes without calling the hook first: its workers would run
+        // its main again and tune in turn, each starting workers of its own, without end.
+        return Err(TuneError::Setup(NO_WORKER_HOOK.to_string()));
     }
     let started = Instant::now();
     let deadline = options.time.map(|t| started + t);

@@ -100,10 +100,15 @@ pub enum Outcome {
     Interrupted(String),
 }
 
+/// Whether this process was started as a worker: `WORKER_ARG` first and `WORKER_ENV` set.
+pub fn started_as_worker() -> bool {
+    let first_arg = std::env::args_os().nth(1);
+    first_arg.is_some_and(|a| a == WORKER_ARG) && std::env::var_os(WORKER_ENV).is_some()
+}
+
 /// Runs the worker loop and exits, if this process was started as a worker.
 pub fn run_worker_if_requested() {
-    let started_as_worker = std::env::args_os().nth(1).is_some_and(|a| a == WORKER_ARG);
-    if std::env::var_os(WORKER_ENV).is_none() || !started_as_worker {
+    if !started_as_worker() {
         return;
     }
     let code = match worker_loop() {
