@@ -1,5 +1,6 @@
 //! The `strata` command: `check`, `lower` (any rung) and `run`.
 
+mod compare;
 mod run;
 mod tuning;
 
@@ -99,6 +100,46 @@ enum Command {
         #[arg(long)]
         db: Option<PathBuf>,
         /// The code generator (`--schedule best` takes the winner tuned with it).
+        #[arg(long, value_enum, default_value_t = BackendArg::Cranelift)]
+        backend: BackendArg,
+    },
+    /// Time two schedules of one kernel side by side in the same process: both compiled,
+    /// checked against the reference once, then run in interleaved rounds (A, B, B, A, ...) so
+    /// machine noise hits both alike; prints each median and minimum and the ratio B/A with
+    /// its spread over the rounds.
+    Compare {
+        /// The `.strata` file holding the kernel.
+        file: PathBuf,
+        /// Schedule A: text, `@FILE`, `best` (the tuning database's winner for this kernel,
+        /// shape, threads and backend) or `default` (also ``).
+        a: String,
+        /// Schedule B, as A.
+        b: String,
+        /// Which kernel of the file (needed when it holds several).
+        #[arg(long)]
+        kernel: Option<String>,
+        /// Every size, e.g. `M=512,N=512,K=512`.
+        #[arg(long)]
+        shape: Option<String>,
+        /// Threads for parallel loops (default: every core).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Seed of the random inputs.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Time both for at least this many seconds in all (half each), split into rounds.
+        #[arg(long, default_value_t = 2.0, value_parser = seconds)]
+        min_time: f64,
+        /// Skip the reference check.
+        #[arg(long)]
+        no_check: bool,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The tuning database (for `best`; default `STRATA_DB` or `strata.db`).
+        #[arg(long)]
+        db: Option<PathBuf>,
+        /// The code generator (`best` takes the winner tuned with it).
         #[arg(long, value_enum, default_value_t = BackendArg::Cranelift)]
         backend: BackendArg,
     },
@@ -351,6 +392,35 @@ fn run_command_line() -> ExitCode {
                 &db,
             )
         }),
+        Command::Compare {
+            file,
+            a,
+            b,
+            kernel,
+            shape,
+            threads,
+            seed,
+            min_time,
+            no_check,
+            json,
+            db,
+            backend,
+        } => backend.built().and_then(|backend| {
+            let settings = run::RunSettings {
+                threads: threads.unwrap_or_else(default_threads),
+                seed,
+                min_time: std::time::Duration::from_secs_f64(min_time),
+                check: !no_check,
+                backend,
+            };
+            let db = db.unwrap_or_else(strata::tuner::tune::default_db_path);
+            let file = KernelChoice {
+                file: &file,
+                kernel: kernel.as_deref(),
+                shape: shape.as_deref(),
+            };
+            compare_command(&file, [&a, &b], &settings, json, &db)
+        }),
         Command::Tune {
             file,
             kernel,
@@ -547,14 +617,7 @@ fn run_command(
         None => Sizes::new(),
     };
     let (sizes, args, outputs) = run::prepare(chosen, &shape, data, settings.seed)?;
-    let schedule = match schedule {
-        Some("best") => {
-            let text =
-                tuning::best_schedule(db, chosen, &sizes, settings.threads, settings.backend)?;
-            parse_schedule(&text).map_err(|d| d.to_string())?
-        }
-        other => read_schedule(other)?,
-    };
+    let schedule = resolve_schedule(schedule, db, chosen, &sizes, settings)?;
     if let Ok(lowered) = strata::jit::lower_for(chosen, &schedule, &sizes) {
         warn_if_wasteful(&lowered);
     }
@@ -586,6 +649,67 @@ fn run_command(
             m.mismatch.unwrap_or_default()
         )),
         _ => Ok(()),
+    }
+}
+
+/// A schedule as `--schedule` gives it: `best` is the tuning database's winner for the
+/// kernel, sizes, threads and backend; `default`, text, `@FILE` or none as `read_schedule`.
+fn resolve_schedule(
+    arg: Option<&str>,
+    db: &Path,
+    kernel: &Pipeline,
+    sizes: &Sizes,
+    settings: &run::RunSettings,
+) -> Result<Schedule, String> {
+    match arg {
+        Some("best") => {
+            let text =
+                tuning::best_schedule(db, kernel, sizes, settings.threads, settings.backend)?;
+            parse_schedule(&text).map_err(|d| d.to_string())
+        }
+        other => read_schedule(other),
+    }
+}
+
+/// The kernel a command names: its file, `--kernel` and `--shape`.
+struct KernelChoice<'a> {
+    file: &'a Path,
+    kernel: Option<&'a str>,
+    shape: Option<&'a str>,
+}
+
+/// `strata compare`: both schedules resolved and compiled (an error names the side), then
+/// timed interleaved (`compare.rs`).
+fn compare_command(
+    choice: &KernelChoice,
+    schedules: [&str; 2],
+    settings: &run::RunSettings,
+    json: bool,
+    db: &Path,
+) -> Result<(), String> {
+    let kernels = load(choice.file)?;
+    let chosen = pick_kernel(&kernels, choice.kernel, choice.file)?;
+    let shape = match choice.shape {
+        Some(shape) => parse_shape(shape)?,
+        None => Sizes::new(),
+    };
+    let data = run::RunData::default();
+    let (sizes, args, _) = run::prepare(chosen, &shape, &data, settings.seed)?;
+    let side = |label: &'static str, text: &str| {
+        let schedule = resolve_schedule(Some(text), db, chosen, &sizes, settings)
+            .map_err(|e| compare::on_side(label, &e))?;
+        compare::side(label, chosen, schedule, &sizes, &args, settings)
+    };
+    let sides = [side("A", schedules[0])?, side("B", schedules[1])?];
+    let c = compare::compare(chosen, &args, sides, settings)?;
+    print_out(&if json {
+        compare::json_text(chosen, &sizes, settings, &c)
+    } else {
+        compare::report_text(chosen, &sizes, settings, &c)
+    })?;
+    match compare::wrong_answers(&c) {
+        Some(error) => Err(error),
+        None => Ok(()),
     }
 }
 
@@ -681,9 +805,10 @@ fn seconds(text: &str) -> Result<f64, String> {
     }
 }
 
-/// A schedule given inline or as `@FILE`; none means the default schedule.
+/// A schedule given inline or as `@FILE`; none, `default` or an empty text means the default
+/// schedule.
 fn read_schedule(arg: Option<&str>) -> Result<Schedule, String> {
-    let Some(arg) = arg else {
+    let Some(arg) = arg.filter(|a| *a != "default") else {
         return Ok(Schedule::new());
     };
     let text = match arg.strip_prefix('@') {

@@ -262,12 +262,7 @@ pub fn measure(
     args: &Args,
     settings: &RunSettings,
 ) -> Result<(Measurement, Buffer), String> {
-    let options = strata::CodegenOptions {
-        backend: settings.backend,
-        ..Default::default()
-    };
-    let kernel = strata::compile_with(pipeline, schedule, sizes, &options)
-        .map_err(|e| format!("error: {e}"))?;
+    let kernel = compile(pipeline, schedule, sizes, settings.backend)?;
     let first = kernel
         .run(args, settings.threads)
         .map_err(|e| format!("error: {e}"))?;
@@ -278,7 +273,14 @@ pub fn measure(
     };
     let bytes = args.buffers.values().map(buffer_bytes).sum::<usize>() + buffer_bytes(&first);
     let mut output = first.clone();
-    let mut times = time_runs(&kernel, args, &mut output, settings)?;
+    let mut times = time_runs(
+        &kernel,
+        args,
+        &mut output,
+        settings.threads,
+        5,
+        settings.min_time,
+    )?;
     times.sort();
     let m = Measurement {
         runs: times.len(),
@@ -293,32 +295,55 @@ pub fn measure(
     Ok((m, first))
 }
 
-fn buffer_bytes(b: &Buffer) -> usize {
+/// The kernel compiled for `sizes` with `backend`, or the error as `strata` prints it.
+pub fn compile(
+    pipeline: &Pipeline,
+    schedule: &Schedule,
+    sizes: &Sizes,
+    backend: strata::Backend,
+) -> Result<CompiledKernel, String> {
+    let options = strata::CodegenOptions {
+        backend,
+        ..Default::default()
+    };
+    strata::compile_with(pipeline, schedule, sizes, &options).map_err(|e| format!("error: {e}"))
+}
+
+pub fn buffer_bytes(b: &Buffer) -> usize {
     b.len() * b.dtype().bytes()
 }
 
 type Check = (Option<bool>, Option<String>, Option<u64>);
 
 fn check(pipeline: &Pipeline, args: &Args, got: &Buffer) -> Result<Check, String> {
-    let (expected, work) = strata::dsl::evaluate_counting(pipeline, args)
-        .map_err(|e| format!("error: the reference evaluator failed: {e}"))?;
+    let (expected, float_ops) = reference(pipeline, args)?;
     let mismatch = agree(got, &expected, FLOAT_TOLERANCE).err();
-    Ok((Some(mismatch.is_none()), mismatch, Some(work.float_ops)))
+    Ok((Some(mismatch.is_none()), mismatch, Some(float_ops)))
 }
 
-/// Repeats the kernel until `min_time` has passed and at least 5 runs are done.
-fn time_runs(
+/// The reference evaluator's answer on `args` and the floating-point operations it counted.
+pub fn reference(pipeline: &Pipeline, args: &Args) -> Result<(Buffer, u64), String> {
+    let (expected, work) = strata::dsl::evaluate_counting(pipeline, args)
+        .map_err(|e| format!("error: the reference evaluator failed: {e}"))?;
+    Ok((expected, work.float_ops))
+}
+
+/// Repeats the kernel until `min_time` has passed and at least `min_runs` runs are done
+/// (at most 100 000), each on `threads` threads; returns each run's time.
+pub fn time_runs(
     kernel: &CompiledKernel,
     args: &Args,
     output: &mut Buffer,
-    settings: &RunSettings,
+    threads: usize,
+    min_runs: usize,
+    min_time: Duration,
 ) -> Result<Vec<Duration>, String> {
     let start = Instant::now();
     let mut times = Vec::new();
-    while times.len() < 5 || start.elapsed() < settings.min_time {
+    while times.len() < min_runs || start.elapsed() < min_time {
         let t = Instant::now();
         kernel
-            .run_into(args, output, settings.threads)
+            .run_into(args, output, threads)
             .map_err(|e| format!("error: {e}"))?;
         times.push(t.elapsed());
         if times.len() >= 100_000 {
