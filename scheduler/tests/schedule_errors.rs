@@ -546,7 +546,7 @@ fn wrapper_name_that_is_not_a_plain_name() {
 fn wrap_on_an_update_line() {
     assert_eq!(
         error("matmul", "C.update(0): wrap(B, Bp)"),
-        "in the schedule of `C.update(0)`: `wrap(B, Bp)`: wrap and reorder_storage apply to the whole function (every stage); write them on its pure definition's line, not an update's"
+        "in the schedule of `C.update(0)`: `wrap(B, Bp)`: wrap, reorder_storage and fold_storage apply to the whole function (every stage); write them on its pure definition's line, not an update's"
     );
 }
 
@@ -603,7 +603,7 @@ fn reorder_storage_with_a_repeated_dimension() {
 fn reorder_storage_on_an_update_line() {
     assert_eq!(
         error("softmax", "s.update(0): reorder_storage(r)"),
-        "in the schedule of `s.update(0)`: `reorder_storage(r)`: wrap and reorder_storage apply to the whole function (every stage); write them on its pure definition's line, not an update's"
+        "in the schedule of `s.update(0)`: `reorder_storage(r)`: wrap, reorder_storage and fold_storage apply to the whole function (every stage); write them on its pure definition's line, not an update's"
     );
 }
 
