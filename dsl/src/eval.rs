@@ -117,6 +117,7 @@ fn evaluate_here(pipeline: &Pipeline, args: &Args) -> EResult<(Buffer, Work)> {
         sizes: binding.sizes,
         realized: HashMap::new(),
         float_ops: std::cell::Cell::new(0),
+        dependent: std::cell::RefCell::new(Vec::new()),
     };
     let extents: Vec<i64> = binding.output_shape.iter().map(|&e| e as i64).collect();
     let regions = evaluator.regions(&extents)?;
@@ -159,6 +160,9 @@ struct Evaluator<'a> {
     sizes: BTreeMap<String, i64>,
     realized: HashMap<String, Realized>,
     float_ops: std::cell::Cell<u64>,
+    /// The reduction variables in scope whose bounds read other variables (a triangular
+    /// domain's), while regions are taken: `index_bounds` follows them exactly.
+    dependent: std::cell::RefCell<Vec<&'a RVar>>,
 }
 
 impl<'a> Evaluator<'a> {
@@ -205,6 +209,102 @@ impl<'a> Evaluator<'a> {
         let lo = bounds(&rvar.lo, &lookup);
         let hi = bounds(&rvar.hi, &lookup);
         Ok(Interval::new(lo.lo, hi.hi.saturating_sub(1)))
+    }
+
+    /// Adds a domain's reduction variables whose bounds read variables to `dependent`; returns
+    /// its length before, to truncate to on leaving the domain.
+    fn enter_domain(&self, rvars: &'a [RVar]) -> usize {
+        let mut dependent = self.dependent.borrow_mut();
+        let outer = dependent.len();
+        dependent.extend(
+            rvars
+                .iter()
+                .filter(|r| r.lo.reads_vars() || r.hi.reads_vars()),
+        );
+        outer
+    }
+
+    /// The interval of an index over the variables of `env`. A reduction variable whose bounds
+    /// read other variables (`s in r..N`), read affinely, is replaced by the bound that gives
+    /// the extreme (innermost first), so correlated terms cancel (`s - r` is `0..N - 1`, where
+    /// the hulls of `s` and `r` alone give `-(N - 1)..N - 1`). Where such a variable's range is
+    /// empty the substituted value only widens the interval, never narrows it.
+    fn index_bounds(&self, e: &Expr, env: &[(String, Interval)]) -> Interval {
+        let dependent = self.dependent.borrow().clone();
+        self.index_bounds_over(e, env, &dependent)
+    }
+
+    fn index_bounds_over(
+        &self,
+        e: &Expr,
+        env: &[(String, Interval)],
+        dependent: &[&'a RVar],
+    ) -> Interval {
+        let hull = || self.affine_bounds(e, env);
+        let Some(at) = (dependent.iter()).rposition(|r| reads_rvar(e, &r.name)) else {
+            return hull();
+        };
+        let s = dependent[at];
+        let rest = &dependent[..at];
+        let Some(c) = coefficient(e, &s.name).filter(|&c| c != 0) else {
+            return hull();
+        };
+        let last = Expr::binary(BinOp::Sub, s.hi.clone(), Expr::Const(Value::I32(1)));
+        let (at_lo, at_last) = (
+            substitute_rvar(e, &s.name, &s.lo),
+            substitute_rvar(e, &s.name, &last),
+        );
+        let (at_min, at_max) = if c > 0 {
+            (at_lo, at_last)
+        } else {
+            (at_last, at_lo)
+        };
+        let exact = Interval::new(
+            self.index_bounds_over(&at_min, env, rest).lo,
+            self.index_bounds_over(&at_max, env, rest).hi,
+        );
+        // Never wider than the hull (an empty range of `s` may give a wider one).
+        let hull = hull();
+        Interval::new(exact.lo.max(hull.lo), exact.hi.min(hull.hi))
+    }
+
+    /// The interval of `e` over `env`, each variable's terms collected first where `e` is
+    /// affine (so `r - r` is `0`), else by intervals alone.
+    fn affine_bounds(&self, e: &Expr, env: &[(String, Interval)]) -> Interval {
+        let hull = || bounds(e, &|x| self.interval_of(env, x));
+        let mut terms = Vec::new();
+        let mut rest = Vec::new();
+        if e.dtype() != crate::dtype::Dtype::I32 || !affine_terms(e, 1, &mut terms, &mut rest) {
+            return hull();
+        }
+        let mut coefficients: Vec<(String, i64)> = Vec::new();
+        for (name, c) in terms {
+            match coefficients.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, total)) => *total = total.saturating_add(c),
+                None => coefficients.push((name, c)),
+            }
+        }
+        let (mut lo, mut hi) = (0i64, 0i64);
+        let mut add = |i: Interval, c: i64| {
+            let (a, b) = (i.lo.saturating_mul(c), i.hi.saturating_mul(c));
+            lo = lo.saturating_add(a.min(b));
+            hi = hi.saturating_add(a.max(b));
+        };
+        for (name, c) in coefficients.into_iter().filter(|(_, c)| *c != 0) {
+            match env.iter().rev().find(|(n, _)| *n == name) {
+                Some((_, i)) if !i.is_empty() => add(*i, c),
+                _ => return hull(),
+            }
+        }
+        for (c, term) in rest {
+            add(bounds(term, &|x| self.interval_of(env, x)), c);
+        }
+        // Past `i32` the index wraps, and only the hull (the type's range) holds.
+        if lo < i64::from(i32::MIN) || hi > i64::from(i32::MAX) {
+            return hull();
+        }
+        let hull = hull();
+        Interval::new(lo.max(hull.lo), hi.min(hull.hi))
     }
 
     /// One bound of a reduction variable at a point: exact for sizes, else in `scope`.
@@ -311,15 +411,17 @@ impl<'a> Evaluator<'a> {
         if runs_nothing(func, update, &env) {
             return Ok(Vec::new());
         }
-        let lookup = |env: &Vec<(String, Interval)>, e: &Expr| self.interval_of(env, e);
+        let outer = self.enter_domain(&update.rvars);
         let target = update
             .args
             .iter()
-            .map(|a| bounds(a, &|e| lookup(&env, e)))
+            .map(|a| self.index_bounds(a, &env))
             .collect();
         let mut touched = vec![target];
         let mut calls = Vec::new();
-        self.collect_calls(&update.value, &mut env, &mut calls)?;
+        let collected = self.collect_calls(&update.value, &mut env, &mut calls);
+        self.dependent.borrow_mut().truncate(outer);
+        collected?;
         touched.extend(
             calls
                 .into_iter()
@@ -383,10 +485,11 @@ impl<'a> Evaluator<'a> {
             if runs_nothing(func, update, &env) {
                 continue;
             }
-            for arg in &update.args {
-                self.collect_calls(arg, &mut env, &mut calls)?;
-            }
-            self.collect_calls(&update.value, &mut env, &mut calls)?;
+            let outer = self.enter_domain(&update.rvars);
+            let collected = (update.args.iter().chain([&update.value]))
+                .try_for_each(|e| self.collect_calls(e, &mut env, &mut calls));
+            self.dependent.borrow_mut().truncate(outer);
+            collected?;
         }
         calls.retain(|(name, _)| name != &func.name);
         Ok(calls)
@@ -405,7 +508,7 @@ impl<'a> Evaluator<'a> {
                     let b = call
                         .args
                         .iter()
-                        .map(|a| bounds(a, &|x| self.interval_of(env, x)))
+                        .map(|a| self.index_bounds(a, env))
                         .collect();
                     out.push((call.name.clone(), b));
                 }
@@ -420,7 +523,10 @@ impl<'a> Evaluator<'a> {
                     env.push((rvar.name.clone(), interval));
                 }
                 if !env[scope..].iter().any(|(_, i)| i.is_empty()) {
-                    self.collect_calls(&r.body, env, out)?;
+                    let outer = self.enter_domain(&r.rvars);
+                    let collected = self.collect_calls(&r.body, env, out);
+                    self.dependent.borrow_mut().truncate(outer);
+                    collected?;
                 }
                 env.truncate(scope);
             }
@@ -701,6 +807,91 @@ impl<'a> Evaluator<'a> {
                 inside(&index).ok_or_else(|| out_of_bounds(index))
             }
         }
+    }
+}
+
+/// Whether `e` reads reduction variable `name`.
+fn reads_rvar(e: &Expr, name: &str) -> bool {
+    let mut found = false;
+    e.for_each(&mut |x| found |= matches!(x, Expr::RVar(n) if n == name));
+    found
+}
+
+/// The coefficient of reduction variable `name` in `e` when `e` is an `i32` expression affine
+/// in it (sums, differences, negations and products with constants); `None` otherwise.
+fn coefficient(e: &Expr, name: &str) -> Option<i64> {
+    if e.dtype() != crate::dtype::Dtype::I32 {
+        return None;
+    }
+    if !reads_rvar(e, name) {
+        return Some(0);
+    }
+    match e {
+        Expr::RVar(n) if n == name => Some(1),
+        Expr::Neg(a) => coefficient(a, name)?.checked_neg(),
+        Expr::Binary(BinOp::Add, a, b) => coefficient(a, name)?.checked_add(coefficient(b, name)?),
+        Expr::Binary(BinOp::Sub, a, b) => coefficient(a, name)?.checked_sub(coefficient(b, name)?),
+        Expr::Binary(BinOp::Mul, a, b) => match (a.as_ref(), b.as_ref()) {
+            (Expr::Const(c), x) | (x, Expr::Const(c)) => {
+                c.as_i64()?.checked_mul(coefficient(x, name)?)
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `e` as `scale` times a sum of variables times constants (`terms`) and of expressions that
+/// read no variable times constants (`rest`); `false` where it is not affine in its variables.
+fn affine_terms<'e>(
+    e: &'e Expr,
+    scale: i64,
+    terms: &mut Vec<(String, i64)>,
+    rest: &mut Vec<(i64, &'e Expr)>,
+) -> bool {
+    if !e.reads_vars() {
+        rest.push((scale, e));
+        return true;
+    }
+    match e {
+        Expr::Var(n) | Expr::RVar(n) => {
+            terms.push((n.clone(), scale));
+            true
+        }
+        Expr::Neg(a) => affine_terms(a, -scale, terms, rest),
+        Expr::Binary(BinOp::Add, a, b) => {
+            affine_terms(a, scale, terms, rest) && affine_terms(b, scale, terms, rest)
+        }
+        Expr::Binary(BinOp::Sub, a, b) => {
+            affine_terms(a, scale, terms, rest) && affine_terms(b, -scale, terms, rest)
+        }
+        Expr::Binary(BinOp::Mul, a, b) => match (a.as_ref(), b.as_ref()) {
+            (Expr::Const(c), x) | (x, Expr::Const(c)) => match c.as_i64() {
+                Some(c) => affine_terms(x, scale.saturating_mul(c), terms, rest),
+                None => false,
+            },
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// `e` with reduction variable `name` replaced by `value`.
+fn substitute_rvar(e: &Expr, name: &str, value: &Expr) -> Expr {
+    let sub = |x: &Expr| substitute_rvar(x, name, value);
+    match e {
+        Expr::RVar(n) if n == name => value.clone(),
+        Expr::Neg(a) => Expr::Neg(Box::new(sub(a))),
+        Expr::Not(a) => Expr::Not(Box::new(sub(a))),
+        Expr::Cast(t, a) => Expr::Cast(*t, Box::new(sub(a))),
+        Expr::Binary(op, a, b) => Expr::binary(*op, sub(a), sub(b)),
+        Expr::Select(c, t, f) => Expr::Select(Box::new(sub(c)), Box::new(sub(t)), Box::new(sub(f))),
+        Expr::Intrinsic(f, args) => Expr::Intrinsic(*f, args.iter().map(sub).collect()),
+        Expr::Call(call) => Expr::Call(Call {
+            args: call.args.iter().map(sub).collect(),
+            ..call.clone()
+        }),
+        other => other.clone(),
     }
 }
 

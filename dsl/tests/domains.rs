@@ -138,6 +138,25 @@ fn the_reference_runs_nested_reductions_whose_bounds_read_the_outer_one() {
 }
 
 #[test]
+fn an_index_correlating_two_variables_of_a_triangular_domain_stays_inside_the_output() {
+    // `s - r` over `s in r..N` is `0..N - 1`: the box of the update is inside the output (the
+    // hulls of `r` and `s` alone would reach `-(N - 1)` and refuse the call).
+    let src = "kernel k(A: i32[N]) -> out: i32[N] {
+        out(x) = 0;
+        for (r in 0..N, s in r..N) out(s - r) += A(s) * (r + 1);
+    }";
+    let a = values(6, 4);
+    let got = eval_i32(&kernel(src), &[("A", &[6], a.clone())]);
+    let mut want = vec![0i32; 6];
+    for r in 0..6 {
+        for s in r..6 {
+            want[s - r] += a[s] * (r as i32 + 1);
+        }
+    }
+    assert_eq!(got, want);
+}
+
+#[test]
 fn an_empty_part_of_a_triangular_domain_gives_the_identity() {
     // At the last row `k in i + 1..M` is empty: the sum is 0 and the product 1.
     let src = "kernel k(A: i32[M]) -> out: i32[M] { out(i) = prod(k in i + 1..M) A(k) + 1; }";
