@@ -1,6 +1,7 @@
 //! The `strata` command: `check`, `lower` (any rung) and `run`.
 
 mod compare;
+mod profile;
 mod run;
 mod tuning;
 
@@ -93,6 +94,11 @@ enum Command {
         /// Skip the reference check (it is slow for large shapes); no GFLOP/s then.
         #[arg(long)]
         no_check: bool,
+        /// Also print each computed function's self time per run, share and calls per run,
+        /// from a copy of the kernel compiled with profiling markers around each function's
+        /// `produce` block (the timed kernel has none).
+        #[arg(long)]
+        profile: bool,
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
@@ -364,6 +370,7 @@ fn run_command_line() -> ExitCode {
             seed,
             min_time,
             no_check,
+            profile,
             json,
             db,
             backend,
@@ -374,6 +381,7 @@ fn run_command_line() -> ExitCode {
                 min_time: std::time::Duration::from_secs_f64(min_time),
                 check: !no_check,
                 backend,
+                profile,
             };
             let db = db.unwrap_or_else(strata::tuner::tune::default_db_path);
             let data = run::RunData {
@@ -412,6 +420,7 @@ fn run_command_line() -> ExitCode {
                 min_time: std::time::Duration::from_secs_f64(min_time),
                 check: !no_check,
                 backend,
+                profile: false,
             };
             let db = db.unwrap_or_else(strata::tuner::tune::default_db_path);
             let file = KernelChoice {
@@ -628,10 +637,21 @@ fn run_command(
     }
     // Written even when the answer is wrong (the error below says so), for inspection.
     run::write_outputs(chosen, &output, &outputs)?;
+    let profile = match settings.profile {
+        true => Some(profile::profile(
+            chosen, &schedule, &sizes, &args, &output, settings,
+        )?),
+        false => None,
+    };
     print_out(&if json {
-        json_text(chosen, &sizes, &schedule, settings, &m, &outputs)
+        let mut value = json_text(chosen, &sizes, &schedule, settings, &m, &outputs);
+        if let Some(p) = &profile {
+            value["profile"] = profile::json(p);
+        }
+        value.to_string()
     } else {
         let mut lines = vec![report_text(chosen, &sizes, settings, &m)];
+        lines.extend(profile.map(|p| profile::table(&p, settings.threads)));
         for path in &outputs {
             lines.push(format!(
                 "output: {} {}{:?} written to {}",
@@ -721,9 +741,9 @@ fn json_text(
     settings: &run::RunSettings,
     m: &run::Measurement,
     outputs: &[PathBuf],
-) -> String {
+) -> serde_json::Value {
     let outputs: Vec<String> = outputs.iter().map(|p| p.display().to_string()).collect();
-    let value = serde_json::json!({
+    serde_json::json!({
         "kernel": kernel.name,
         "shape": sizes,
         "threads": settings.threads,
@@ -737,8 +757,7 @@ fn json_text(
         "gbps": m.gbps(),
         "correct": m.correct,
         "outputs": outputs,
-    });
-    value.to_string()
+    })
 }
 
 /// `strata run`'s report.

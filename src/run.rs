@@ -36,6 +36,8 @@ pub struct RunSettings {
     pub check: bool,
     /// The code generator (one this build has).
     pub backend: strata::Backend,
+    /// Also time each function with a profiled copy of the kernel (`run --profile`).
+    pub profile: bool,
 }
 
 /// Every size bound by `shape`, or the error naming the one that is not.

@@ -21,6 +21,8 @@ pub struct CompiledKernel {
     compiled: Box<dyn MachineCode>,
     entry: unsafe extern "C" fn(*const u64),
     backend: Backend,
+    /// With profiling compiled in, the functions it times (`crate::profile`).
+    profile: Option<Vec<String>>,
 }
 
 // SAFETY: the generated code is immutable once finalized and reads only the frame it is given;
@@ -41,6 +43,7 @@ impl CompiledKernel {
             entry: compiled.entry(),
             compiled,
             backend: options.backend,
+            profile: (options.profile).then(|| crate::profile::produced_functions(&kernel.body)),
         })
     }
 
@@ -112,6 +115,24 @@ impl CompiledKernel {
             threads,
         );
         Ok(())
+    }
+
+    /// Runs the kernel as [`CompiledKernel::run_into`] does and returns each function's self
+    /// time and `produce` count in this run (see `crate::profile`), or `None` (after running)
+    /// when it was compiled without `CodegenOptions::profile`. Profiled runs in one process
+    /// take turns.
+    pub fn run_profiled_into(
+        &self,
+        args: &Args,
+        output: &mut Buffer,
+        threads: usize,
+    ) -> Result<Option<Vec<crate::profile::FunctionTime>>, CallError> {
+        let Some(functions) = &self.profile else {
+            return self.run_into(args, output, threads).map(|()| None);
+        };
+        let (result, times) =
+            crate::profile::profiled(functions, || self.run_into(args, output, threads));
+        result.map(|()| Some(times))
     }
 
     /// Runs the kernel on buffers in the caller's memory (read in place, no copy) and returns

@@ -47,6 +47,7 @@ pub mod fast_math;
 pub mod kernel;
 #[cfg(feature = "llvm")]
 pub mod llvm;
+pub mod profile;
 pub mod roofline;
 pub mod runtime;
 pub mod vmath;

@@ -333,6 +333,14 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
             strata_malloc_elements as *const u8,
         ),
         ("strata_free", strata_free as *const u8),
+        (
+            "strata_profile_enter",
+            crate::profile::strata_profile_enter as *const u8,
+        ),
+        (
+            "strata_profile_exit",
+            crate::profile::strata_profile_exit as *const u8,
+        ),
         ("strata_expf", strata_expf as *const u8),
         ("strata_logf", strata_logf as *const u8),
         ("strata_powf", strata_powf as *const u8),

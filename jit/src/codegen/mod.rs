@@ -70,6 +70,9 @@ pub struct CodegenOptions {
     pub verify: bool,
     /// Keep the text of the Cranelift IR and of the machine code, for printing.
     pub keep_text: bool,
+    /// Emit per-function profiling calls around each `produce` block (`profile.rs`); off by
+    /// default, and then nothing is emitted.
+    pub profile: bool,
 }
 
 impl Default for CodegenOptions {
@@ -79,6 +82,7 @@ impl Default for CodegenOptions {
             opt_level: "speed",
             verify: cfg!(debug_assertions),
             keep_text: false,
+            profile: false,
         }
     }
 }

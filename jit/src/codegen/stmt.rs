@@ -53,6 +53,7 @@ impl FnCodegen<'_, '_, '_> {
                 index,
                 value,
             } => self.store(buffer, index, value),
+            Stmt::Produce { func, body } if self.comp.options.profile => self.profiled(func, body),
             Stmt::Produce { body, .. } => self.stmt(body),
             // The verifier rules these out after flattening.
             Stmt::Realize { .. } | Stmt::Provide { .. } | Stmt::NoOp => {}
@@ -372,6 +373,19 @@ impl FnCodegen<'_, '_, '_> {
         self.env.buffers.push((name.to_string(), ptr));
         self.stmt(body);
         self.env.buffers.pop();
+    }
+
+    /// A `produce` block between the runtime's profiling calls (`crate::profile`).
+    fn profiled(&mut self, func: &str, body: &Stmt) {
+        let functions = crate::profile::produced_functions(&self.comp.kernel.body);
+        let id = i64::from(crate::profile::id_of(&functions, func));
+        let enter = self.runtime_ref("strata_profile_enter", &[types::I32], &[]);
+        let id_value = self.b.ins().iconst(types::I32, id);
+        self.b.ins().call(enter, &[id_value]);
+        self.stmt(body);
+        let exit = self.runtime_ref("strata_profile_exit", &[types::I32], &[]);
+        let id_value = self.b.ins().iconst(types::I32, id);
+        self.b.ins().call(exit, &[id_value]);
     }
 
     /// A parallel loop: the body becomes a function of `(ctx, lo, hi)`; everything in scope is

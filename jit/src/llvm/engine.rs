@@ -74,6 +74,7 @@ pub fn compile(kernel: &LoweredKernel, options: &CodegenOptions) -> Result<LlvmC
         cpu: TargetMachine::get_host_cpu_name().to_string(),
         features: TargetMachine::get_host_cpu_features().to_string(),
         count: 0,
+        profile: (options.profile).then(|| crate::profile::produced_functions(&kernel.body)),
     };
     gen.module.set_triple(&machine.get_triple());
     gen.module

@@ -70,6 +70,9 @@ pub struct Gen<'ctx> {
     pub features: String,
     /// How many functions were made (for unique names).
     pub count: usize,
+    /// With profiling on, the functions `produce` blocks compute (`crate::profile`), else
+    /// `None`.
+    pub profile: Option<Vec<String>>,
 }
 
 /// What is in scope while generating code: variables, buffers, parameters, the thread count.

@@ -58,6 +58,7 @@ impl<'ctx> FnGen<'_, 'ctx> {
                 index,
                 value,
             } => self.store(buffer, index, value),
+            Stmt::Produce { func, body } if self.g.profile.is_some() => self.profiled(func, body),
             Stmt::Produce { body, .. } => self.stmt(body),
             // The verifier rules these out after flattening.
             Stmt::Realize { .. } | Stmt::Provide { .. } | Stmt::NoOp => Ok(()),
@@ -266,6 +267,20 @@ impl<'ctx> FnGen<'_, 'ctx> {
         }
         let n = self.expr(size)?;
         self.index64(n)
+    }
+
+    /// A `produce` block between the runtime's profiling calls (`crate::profile`).
+    fn profiled(&mut self, func: &str, body: &Stmt) -> Result<(), Fail> {
+        let functions = self.g.profile.as_deref().unwrap_or_default();
+        let id = crate::profile::id_of(functions, func);
+        let i32_ty = self.g.ctx.i32_type();
+        let id = i32_ty.const_int(id as u32 as u64, true);
+        let enter = self.runtime("strata_profile_enter", &[i32_ty.into()], None);
+        self.b.build_call(enter, &[id.into()], "")?;
+        self.stmt(body)?;
+        let exit = self.runtime("strata_profile_exit", &[i32_ty.into()], None);
+        self.b.build_call(exit, &[id.into()], "")?;
+        Ok(())
     }
 
     /// A parallel loop: the body becomes a function of `(ctx, lo, hi)` reading every value in

@@ -1,0 +1,187 @@
+//! Per-function profiling (`CodegenOptions::profile`, `CompiledKernel::run_profiled_into`):
+//! every computed function appears with its calls, self times add up to no more than the
+//! call and most of it, the answer is unchanged with the markers (both backends), and a
+//! kernel compiled without profiling calls no profiling function.
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use std::time::{Duration, Instant};
+use strata_dsl::random::{agree, random_args};
+use strata_dsl::{evaluate, parse_kernel, Buffer, Pipeline, Sizes};
+use strata_jit::profile::FunctionTime;
+use strata_jit::{compile_pipeline, Backend, CodegenOptions, CompiledKernel};
+use strata_scheduler::generate::random_schedule;
+use strata_scheduler::interp::interpret;
+use strata_scheduler::schedule::text::parse_schedule;
+use strata_scheduler::Schedule;
+
+fn example(name: &str) -> Pipeline {
+    let path = format!(
+        "{}/../examples/kernels/{name}.strata",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
+}
+
+fn sizes(pairs: &[(&str, i64)]) -> Sizes {
+    pairs.iter().map(|(n, v)| (n.to_string(), *v)).collect()
+}
+
+fn compile(p: &Pipeline, s: &Schedule, backend: Backend, profile: bool) -> CompiledKernel {
+    let options = CodegenOptions {
+        backend,
+        profile,
+        verify: true,
+        keep_text: true,
+        ..Default::default()
+    };
+    compile_pipeline(p, s, &Sizes::new(), &options).unwrap_or_else(|e| panic!("{s}: {e}"))
+}
+
+/// Runs a profiled kernel `runs` times; the per-function totals and the summed wall time.
+fn profile(
+    k: &CompiledKernel,
+    args: &strata_dsl::Args,
+    runs: usize,
+) -> (Vec<FunctionTime>, Duration) {
+    let mut out = k.run(args, 1).unwrap();
+    let mut totals: Vec<FunctionTime> = Vec::new();
+    let mut wall = Duration::ZERO;
+    for _ in 0..runs {
+        let t = Instant::now();
+        let times = k.run_profiled_into(args, &mut out, 1).unwrap().unwrap();
+        wall += t.elapsed();
+        if totals.is_empty() {
+            totals = times;
+        } else {
+            for (total, t) in totals.iter_mut().zip(times) {
+                assert_eq!(total.name, t.name);
+                total.self_nanos += t.self_nanos;
+                total.calls += t.calls;
+            }
+        }
+    }
+    (totals, wall)
+}
+
+/// blur3x3 with `bx` at root and inside `out`'s row loop: both functions appear, `bx` once
+/// per run at root and once per output row inside; the self times sum to most of the call
+/// and never more.
+#[test]
+fn blur_root_and_inside_show_both_functions() {
+    let blur = example("blur3x3");
+    let (h, w) = (258, 258);
+    let mut rng = StdRng::seed_from_u64(1);
+    let args = random_args(&blur, &sizes(&[("H", h), ("W", w)]), &mut rng).unwrap();
+    let runs = 20;
+    for backend in Backend::built() {
+        for (schedule, bx_calls) in [("bx: compute_root()", 1), ("bx: compute_at(out, y)", h - 2)] {
+            let s = parse_schedule(schedule).unwrap();
+            let k = compile(&blur, &s, backend, true);
+            let (times, wall) = profile(&k, &args, runs);
+            let mut names: Vec<&str> = times.iter().map(|t| t.name.as_str()).collect();
+            names.sort();
+            assert_eq!(names, ["bx", "out"], "{backend} {schedule}");
+            let calls = |name: &str| times.iter().find(|t| t.name == name).unwrap().calls;
+            assert_eq!(calls("out"), runs as u64, "{backend} {schedule}");
+            assert_eq!(
+                calls("bx"),
+                bx_calls as u64 * runs as u64,
+                "{backend} {schedule}"
+            );
+            assert!(times.iter().all(|t| t.self_nanos > 0), "{times:?}");
+            let inside: u64 = times.iter().map(|t| t.self_nanos).sum();
+            let wall = wall.as_nanos() as u64;
+            // One thread: self times partition the time inside `produce` blocks, which is
+            // inside the call; binding the arguments is all the call does besides.
+            assert!(inside <= wall, "{backend} {schedule}: {inside} > {wall}");
+            assert!(
+                inside as f64 >= 0.6 * wall as f64,
+                "{backend} {schedule}: {inside} of {wall}"
+            );
+        }
+    }
+}
+
+/// The answer with the markers is the answer without them, bit for bit, and the reference's
+/// and the loop-IR interpreter's (which run the same `produce` blocks), for random schedules
+/// of several kernels with every backend; every produced function is reported.
+#[test]
+fn profiling_never_changes_the_answer() {
+    let kernels: [(&str, &[(&str, i64)]); 5] = [
+        ("blur3x3", &[("H", 13), ("W", 21)]),
+        ("matmul", &[("M", 7), ("N", 19), ("K", 5)]),
+        ("softmax", &[("R", 4), ("C", 17)]),
+        ("histogram", &[("H", 6), ("W", 19)]),
+        ("gaussian5", &[("H", 9), ("W", 18)]),
+    ];
+    for (name, shape) in kernels {
+        let p = example(name);
+        for seed in 0..6 {
+            let mut rng = StdRng::seed_from_u64(seed);
+            let schedule = random_schedule(&p, &mut rng);
+            let args = random_args(&p, &sizes(shape), &mut rng).unwrap();
+            let expected = evaluate(&p, &args).unwrap();
+            for backend in Backend::built() {
+                let plain = compile(&p, &schedule, backend, false);
+                let profiled = compile(&p, &schedule, backend, true);
+                let want: Buffer = plain.run(&args, 2).unwrap();
+                let mut got = want.clone();
+                let times = profiled
+                    .run_profiled_into(&args, &mut got, 2)
+                    .unwrap()
+                    .unwrap();
+                let case = format!("{name} {backend} {schedule}");
+                agree(&got, &want, 0.0).unwrap_or_else(|e| panic!("{case}: {e}"));
+                agree(&got, &expected, 1e-4).unwrap_or_else(|e| panic!("{case}: {e}"));
+                let interpreted = interpret(profiled.lowered(), &args).unwrap();
+                agree(&interpreted, &expected, 1e-4).unwrap_or_else(|e| panic!("{case}: {e}"));
+                let listed = strata_jit::profile::produced_functions(&profiled.lowered().body);
+                let names: Vec<String> = times.iter().map(|t| t.name.clone()).collect();
+                assert_eq!(names, listed, "{case}");
+                assert!(names.contains(&p.output.name), "{case}");
+                // Not compiled with profiling: runs, and says there is no profile.
+                let mut again = want.clone();
+                assert_eq!(plain.run_profiled_into(&args, &mut again, 1).unwrap(), None);
+            }
+        }
+    }
+}
+
+/// Without `profile` the code calls no profiling function; with it, it does (Cranelift:
+/// one imported function more; LLVM: the declarations by name).
+#[test]
+fn default_compiles_carry_no_markers() {
+    let blur = example("blur3x3");
+    let s = parse_schedule("bx: compute_at(out, y)").unwrap();
+    for backend in Backend::built() {
+        let text = |profile: bool| compile(&blur, &s, backend, profile).ir().join("\n");
+        let (plain, profiled) = (text(false), text(true));
+        assert_ne!(plain, profiled, "{backend}");
+        let imports = |t: &str| t.lines().filter(|l| l.contains(" = u0:")).count();
+        match backend {
+            Backend::Cranelift => assert_eq!(
+                imports(&profiled),
+                imports(&plain) + 2,
+                "{plain}\n{profiled}"
+            ),
+            Backend::Llvm => {
+                assert!(!plain.contains("strata_profile"), "{plain}");
+                assert!(profiled.contains("@strata_profile_enter"), "{profiled}");
+                assert!(profiled.contains("@strata_profile_exit"), "{profiled}");
+            }
+        }
+    }
+}
+
+/// Markers on a kernel run without profiling (by `run`, not `run_profiled_into`) do nothing.
+#[test]
+fn a_profiled_kernel_runs_plainly_too() {
+    let blur = example("blur3x3");
+    let s = parse_schedule("bx: compute_at(out, y)").unwrap();
+    let mut rng = StdRng::seed_from_u64(2);
+    let args = random_args(&blur, &sizes(&[("H", 30), ("W", 40)]), &mut rng).unwrap();
+    let k = compile(&blur, &s, Backend::Cranelift, true);
+    let out = k.run(&args, 1).unwrap();
+    agree(&out, &evaluate(&blur, &args).unwrap(), 0.0).unwrap();
+}
