@@ -1,0 +1,75 @@
+//! `strata run --profile`: the per-function table and its JSON form.
+
+use std::process::{Command, Output};
+
+fn strata(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the strata binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+const BLUR: [&str; 8] = [
+    "run",
+    "examples/kernels/blur3x3.strata",
+    "--shape",
+    "H=130,W=130",
+    "--threads",
+    "1",
+    "--min-time",
+    "0.05",
+];
+
+fn run(extra: &[&str]) -> String {
+    let args = [&BLUR[..], extra].concat();
+    let out = strata(&args);
+    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+#[test]
+fn the_table_lists_each_function_with_its_calls() {
+    let out = run(&["--schedule", "bx: compute_at(out, y)", "--profile"]);
+    assert!(out.contains("answer: matches the reference"), "{out}");
+    let row = |name: &str| {
+        let line = out.lines().find(|l| l.trim_start().starts_with(name));
+        let line = line.unwrap_or_else(|| panic!("no row {name}: {out}"));
+        line.split_whitespace()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    // function, self ms, share, calls per run: bx once per output row.
+    assert_eq!(row("bx")[3], "128", "{out}");
+    assert_eq!(row("out")[3], "1", "{out}");
+    assert!(out.contains("(outside produce)"), "{out}");
+    let plain = run(&["--schedule", "bx: compute_at(out, y)"]);
+    assert!(!plain.contains("profile:"), "{plain}");
+}
+
+#[test]
+fn json_shares_add_up_to_most_of_a_run() {
+    for schedule in ["bx: compute_root()", "bx: compute_at(out, y)"] {
+        let out = run(&["--schedule", schedule, "--profile", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        let p = &v["profile"];
+        assert_eq!(p["same_answer"], true, "{v}");
+        let functions = p["functions"].as_array().unwrap();
+        let mut names: Vec<&str> = functions
+            .iter()
+            .map(|f| f["function"].as_str().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["bx", "out"], "{v}");
+        let shares: f64 = functions.iter().map(|f| f["share"].as_f64().unwrap()).sum();
+        // One thread: self times partition the time in produce blocks, inside each run.
+        assert!((0.5..=1.0).contains(&shares), "{schedule}: {shares} {v}");
+    }
+    let plain = run(&["--json"]);
+    let v: serde_json::Value = serde_json::from_str(plain.trim()).unwrap();
+    assert!(v.get("profile").is_none(), "{v}");
+}
