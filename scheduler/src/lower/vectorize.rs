@@ -6,7 +6,8 @@
 //! A tail guard inside the loop that depends on the loop variable (`if (x < x.min + x.extent)`)
 //! is handled by versioning: when the guard holds for the last lane, the vector version runs
 //! without it, otherwise the loop runs serially with the guard. A loop whose body cannot be
-//! widened (a store of a vector to one address, storage allocated inside) stays serial.
+//! widened (a store of a vector to one address, storage allocated inside, a loop inside it
+//! vectorized already) stays serial.
 //! Establishes: no vectorized loop remains; vector types appear only in their bodies' place.
 
 use crate::ir::{Expr, ForKind, ReduceOp, Stmt, UnOp};
@@ -41,6 +42,26 @@ pub fn vectorize(s: &Stmt) -> Stmt {
     }
 }
 
+/// Whether `s` holds a vector expression or a lanes loop (what vectorizing a loop leaves).
+fn holds_vectors(s: &Stmt) -> bool {
+    let mut found = false;
+    s.for_each(&mut |x| {
+        found |= matches!(
+            x,
+            Stmt::For {
+                kind: ForKind::Lanes,
+                ..
+            }
+        );
+        found |= x.exprs().iter().any(|e| {
+            let mut vector = false;
+            e.for_each(&mut |sub| vector |= sub.ty().is_vector());
+            vector
+        });
+    });
+    found
+}
+
 fn serial(var: &str, min: &Expr, extent: &Expr, body: Stmt) -> Stmt {
     Stmt::For {
         var: var.to_string(),
@@ -54,6 +75,12 @@ fn serial(var: &str, min: &Expr, extent: &Expr, body: Stmt) -> Stmt {
 fn vectorize_loop(var: &str, min: &Expr, lanes: u16, body: &Stmt) -> Stmt {
     let extent = Expr::int(lanes as i32);
     if lanes == 1 {
+        return serial(var, min, &extent, body.clone());
+    }
+    // A loop inside was vectorized already: widening its vectors again would need vectors of
+    // vectors (`ramp(ramp(..), x4(1), 2)`), which no backend has. The inner loop keeps the
+    // vectors and this one runs serially, as any loop whose body cannot be widened.
+    if holds_vectors(body) {
         return serial(var, min, &extent, body.clone());
     }
     let guards = lane_guards(body, var, &mut HashMap::new(), &mut Vec::new());
