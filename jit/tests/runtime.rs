@@ -310,7 +310,7 @@ fn symbols_are_unique_and_complete() {
     let syms = symbols();
     let names: HashSet<_> = syms.iter().map(|(n, _)| *n).collect();
     assert_eq!(names.len(), syms.len());
-    assert_eq!(syms.len(), 16);
+    assert_eq!(syms.len(), 18);
     assert!(syms
         .iter()
         .all(|(n, p)| n.starts_with("strata_") && !p.is_null()));
