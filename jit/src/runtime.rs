@@ -10,6 +10,8 @@
 //! - [`strata_parallel_for`]: Halide's `do_par_for`, over a cached rayon pool per thread
 //!   count.
 //! - [`strata_malloc`] / [`strata_free`]: 64-byte-aligned heap buffers.
+//! - `strata_profile_enter` / `strata_profile_exit`: per-function profiling, only in code
+//!   compiled with `CodegenOptions::profile` (they live in [`crate::profile`]).
 //! - `strata_{exp,log,pow,sin,cos,tanh}{f,}`: scalar math, exactly the std functions the
 //!   reference evaluator (`strata_dsl::eval`) uses, so JIT results match it bit for bit.
 
