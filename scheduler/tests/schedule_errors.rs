@@ -396,6 +396,31 @@ fn store_at_inside_the_default_root_computation() {
     );
 }
 
+/// Storage shared by the iterations of a parallel loop computing into it is a race
+/// (softmax's row sums, computed per element of a parallel fused loop into one root buffer,
+/// came out wrong); Halide refuses it too.
+#[test]
+fn storage_outside_a_parallel_loop_it_is_computed_in() {
+    assert_eq!(
+        error("softmax", "P: fuse(r, c, f).parallel(f); s: compute_at(P, f).store_root()"),
+        "in the schedule of `s`: `store_root()`: the function is stored outside `P`'s parallel loop `f` but computed inside it: its update would accumulate into the same elements from different threads at once; store it at or inside that loop (store_at(P, f)), or keep the loop serial"
+    );
+    // At or inside the parallel loop, serial loops between, and a pure function (each element
+    // written with one value, whichever thread writes it) are fine.
+    plan(
+        "blur3x3",
+        "out: split(y, yo, yi, 8).parallel(yo); bx: compute_at(out, yi).store_at(out, yo)",
+    );
+    plan(
+        "blur3x3",
+        "out: split(y, yo, yi, 8).parallel(yo); bx: compute_at(out, yi).store_root()",
+    );
+    plan(
+        "blur3x3",
+        "out: split(y, yo, yi, 8); bx: compute_at(out, yi).store_root()",
+    );
+}
+
 #[test]
 fn storage_for_an_inlined_function() {
     assert_eq!(

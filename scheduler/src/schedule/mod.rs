@@ -19,6 +19,7 @@
 
 pub mod canonical;
 pub mod loops;
+pub mod races;
 pub mod rfactor;
 pub mod specialize;
 pub mod text;

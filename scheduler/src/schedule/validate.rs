@@ -147,6 +147,12 @@ pub enum Rule {
     Cycle {
         chain: Vec<String>,
     },
+    /// A function with an update stored outside `func`'s parallel loop `var` but computed
+    /// inside it (a race).
+    StoredOutsideParallelLoop {
+        func: String,
+        var: String,
+    },
     /// `compute` is the `compute_...` directive, or `None` for the default (root).
     StoreInsideCompute {
         compute: Option<String>,
@@ -363,6 +369,10 @@ impl fmt::Display for Rule {
                 f,
                 "storage must be at the compute level or outside it, and this function is computed by `{compute}`"
             ),
+            Rule::StoredOutsideParallelLoop { func, var } => write!(
+                f,
+                "the function is stored outside `{func}`'s parallel loop `{var}` but computed inside it: its update would accumulate into the same elements from different threads at once; store it at or inside that loop (store_at({func}, {var})), or keep the loop serial"
+            ),
             Rule::StoreInsideCompute { compute: None } => f.write_str(
                 "storage must be at the compute level or outside it, and this function is computed at root (the default for a function with an update definition); compute it inside that loop with compute_at(...)",
             ),
@@ -574,6 +584,7 @@ pub(crate) fn validate_plain(lifted: &Lifted, schedule: &Schedule) -> Result<Pla
     for func in &pipeline.funcs {
         check_encloses(&plan, func, schedule)?;
     }
+    super::races::check_storage_races(&plan, schedule)?;
     check_unrolled_copies(&plan.funcs)?;
     Ok(plan)
 }
