@@ -15,29 +15,48 @@ use strata_dsl::ir::{CallTarget, Expr, Func, Pipeline};
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ScheduleError {
     #[error("schedule names unknown function `{name}` (the functions are: {})", known.join(", "))]
-    UnknownFunction { name: String, known: Vec<String> },
+    /// The schedule names a function the pipeline does not have.
+    UnknownFunction {
+        /// The name written.
+        name: String,
+        /// The pipeline's functions.
+        known: Vec<String>,
+    },
     #[error(
         "schedule names `{func}.update({index})`, but `{func}` has {count} update definition(s)"
     )]
+    /// The schedule names an update `func.update(index)` that `func` does not have.
     UnknownStage {
+        /// The function named.
         func: String,
+        /// The update index written.
         index: usize,
+        /// How many update definitions the function has.
         count: usize,
     },
     #[error("in the schedule of `{func}{}`: `{directive}`: {rule}", stage_suffix(*stage))]
+    /// A directive breaks a rule.
     Directive {
+        /// The function whose schedule holds the directive.
         func: String,
+        /// The stage (pure definition or update) the directive is written on.
         stage: StageRef,
+        /// The directive as written.
         directive: String,
+        /// The rule it breaks, with what would be legal.
         rule: Rule,
     },
     #[error(
         "the schedule unrolls `{func}{}` into {copies} copies of its body (its own unrolled loops and those it is computed inside, multiplied); at most {MAX_UNROLLED_COPIES} keep compile time and code size bounded: unroll fewer or smaller loops",
         stage_suffix(*stage)
     )]
+    /// Unrolling would make more than `MAX_UNROLLED_COPIES` copies of a stage's body.
     TooManyUnrolledCopies {
+        /// The function whose stage is unrolled.
         func: String,
+        /// The stage unrolled.
         stage: StageRef,
+        /// The number of copies the unrolled loops multiply to.
         copies: u64,
     },
 }
@@ -57,104 +76,168 @@ fn stage_suffix(stage: StageRef) -> String {
 /// The rule a directive breaks, with what would be legal.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Rule {
+    /// A directive names `var`, which is not a loop of the stage.
     UnknownVar {
+        /// The name written.
         var: String,
+        /// The stage's loops.
         loops: Vec<String>,
     },
+    /// A directive names `var`, a loop already split or fused away.
     AlreadyReplaced {
+        /// The name written.
         var: String,
+        /// The stage's loops now.
         loops: Vec<String>,
     },
+    /// A new loop or variable name (of a split, fuse or `rfactor`) already in use.
     NameInUse {
+        /// The name given.
         name: String,
     },
+    /// A split factor below 1.
     FactorNotPositive {
+        /// The factor given.
         factor: i64,
     },
+    /// A split factor larger than `MAX_SPLIT_FACTOR`.
     FactorTooLarge {
+        /// The factor given.
         factor: i64,
     },
+    /// An unroll factor or vector width (given, or the constant extent of the loop) outside
+    /// `1..=max`.
     WidthOutOfRange {
+        /// The factor or width given.
         width: i64,
+        /// The largest legal one.
         max: i64,
+        /// The kind of loop: unrolled, vectorized or lanes.
         kind: ForKind,
     },
     /// `unroll(v)` or `vectorize(v)` without a factor on a loop whose extent is not a
     /// constant after bounds inference (checked by `lower::constant_extents`).
     ExtentNotConstant {
+        /// The loop named.
         var: String,
+        /// The kind asked for (unrolled or vectorized).
         kind: ForKind,
     },
+    /// A second kind (parallel, vectorized, unrolled, ...) given to a loop that has one already.
     LoopKindTwice {
+        /// The loop named.
         var: String,
+        /// The kind it already has.
         kind: ForKind,
     },
+    /// A split or fuse of a loop already given a kind: loops are split and fused first.
     KindBeforeSplit {
+        /// The loop named.
         var: String,
+        /// The kind it already has.
         kind: ForKind,
     },
+    /// A loop carrying a reduction dependency made parallel or vectorized, where only loops
+    /// whose iterations are independent can be.
     CarriesReduction {
+        /// The loop named.
         var: String,
+        /// The kind asked for (parallel or vectorized).
         kind: ForKind,
     },
+    /// A `reorder` naming a loop twice (it takes a permutation).
     ReorderRepeats {
+        /// The loop repeated.
         var: String,
     },
+    /// A `reorder` that changes the order of reduction loops that must keep it (a
+    /// non-associative update, or elements depending on each other).
     ReorderChangesReduction,
+    /// A `fuse` of loops that are not adjacent, outer first.
     FuseNotAdjacent {
+        /// The stage's loops.
         loops: Vec<String>,
     },
+    /// A `fuse` of a pure loop with a reduction loop.
     FuseMixesReduction,
     /// A loop of reduction variable `rvar`, whose bounds read `reads`, is outside or fused
     /// with `outer`, a loop of `reads` (Halide keeps a reduction variable inside those its
     /// bounds depend on): `inner` is that loop of `rvar`.
     BoundReadsInnerLoop {
+        /// The reduction variable whose bounds read `reads`.
         rvar: String,
+        /// The variable its bounds read.
         reads: String,
+        /// The loop of `rvar` that would be outside (or fused with) `outer`.
         inner: String,
+        /// The loop of `reads`.
         outer: String,
     },
+    /// A `shift` tail on an update: it recomputes points, which an update cannot.
     ShiftOnUpdate,
+    /// A `round_up` tail where it cannot be used: on the output, or on an update.
     RoundUpNeedsPadding {
+        /// Whether the stage is the output's (else an update's).
         is_output: bool,
     },
+    /// A placement (`compute_*`/`store_*`) on an update's line instead of the pure definition's.
     PlacementOnUpdate,
+    /// A placement of the output, which is always computed and stored at root.
     PlacementOfOutput,
+    /// `compute_inline` of a function with an update definition.
     InlineWithUpdate,
+    /// A second placement of a function already placed.
     PlacedTwice {
+        /// The placement directive that placed it first.
         first: String,
     },
     /// `var` is not a loop of the stage a `compute_at`/`store_at` names.
     UnknownLoopLevel {
+        /// The loop named.
         var: String,
+        /// The stage's loops.
         loops: Vec<String>,
     },
     /// A `compute_at`/`store_at` names a function or update that does not exist.
     UnknownLevelStage {
+        /// The stage named.
         name: String,
+        /// The stages there are.
         stages: Vec<String>,
     },
+    /// A `compute_at`/`store_at` naming a loop of `func`, which is computed inline (has no loops).
     AtInlined {
+        /// The inlined function named.
         func: String,
     },
+    /// A `compute_at`/`store_at` at a loop that does not enclose every use of the function.
     NotEnclosing {
+        /// A consumer reading the function outside that loop.
         consumer: String,
+        /// The legal levels, in words.
         legal: String,
     },
+    /// A `compute_at`/`store_at` at a vectorized loop or a loop inside one.
     InsideVector {
+        /// The loop named.
         var: String,
     },
+    /// Placements that form a cycle (a function computed inside a loop of its own consumer chain).
     Cycle {
+        /// The functions of the cycle, in order.
         chain: Vec<String>,
     },
     /// A function with an update stored outside `func`'s parallel loop `var` but computed
     /// inside it (a race).
     StoredOutsideParallelLoop {
+        /// The function whose parallel loop it is.
         func: String,
+        /// The parallel loop.
         var: String,
     },
     /// `compute` is the `compute_...` directive, or `None` for the default (root).
     StoreInsideCompute {
+        /// The placement directive, as written.
         compute: Option<String>,
     },
     /// Storage or loop directives for a function computed inline.
@@ -166,16 +249,21 @@ pub enum Rule {
     WrapSelf,
     /// `wrap(g, ..)` where the function does not read `g` directly; it reads `reads`.
     WrapNotRead {
+        /// The input or function named.
         producer: String,
+        /// The inputs and functions the function reads directly.
         reads: Vec<String>,
     },
     /// A wrapper named like something that exists (`by`, in words).
     WrapperNameTaken {
+        /// The name given.
         name: String,
+        /// What already has it, in words.
         by: String,
     },
     /// A wrapper name that is not a plain name (letters, digits, `_`) or is a reserved word.
     WrapperNameInvalid {
+        /// The name given.
         name: String,
     },
     /// `reorder_storage` on the output, whose buffer is the caller's.
@@ -187,54 +275,69 @@ pub enum Rule {
     SpecializedPerFunction,
     /// A `specialize` condition the kernel language refuses (its checker's message).
     BadCondition {
+        /// The checker's message.
         message: String,
     },
     /// More than `specialize::MAX_VERSIONS` combinations of cases.
     TooManyVersions {
+        /// The number of versions the specializations make.
         versions: usize,
     },
     /// `reorder_storage` names `var`, which is not one of the function's `dims`.
     UnknownDimension {
+        /// The name written.
         var: String,
+        /// The function's dimensions.
         dims: Vec<String>,
     },
     /// `fold_storage` on the output, whose buffer is the caller's.
     FoldOfOutput,
     /// `fold_storage` with an extent below 1 or past `MAX_SPLIT_FACTOR`.
     FoldOutOfRange {
+        /// The extent given.
         extent: i64,
     },
     /// A second `fold_storage` of the same dimension.
     FoldedTwice {
+        /// The dimension named.
         var: String,
     },
     /// A fold smaller than the rows of `var` one iteration computes and reads (checked by
     /// `lower::fold_storage` once bounds are inferred).
     FoldTooSmall {
+        /// The folded dimension.
         var: String,
+        /// The rows one iteration computes and reads.
         needed: i64,
+        /// The fold's extent (slots).
         given: i64,
     },
     /// A fold of `var` where bounds inference finds no constant bound on the rows one
     /// iteration computes (computed at root over a whole dimension of a size, a data-dependent
     /// region).
     FoldNotProvable {
+        /// The folded dimension.
         var: String,
     },
     /// A fold with the parallel loop `parallel` between the buffer and the computation.
     FoldUnderParallel {
+        /// The folded dimension.
         var: String,
+        /// The parallel loop.
         parallel: String,
     },
     /// `rfactor` on a pure definition's line: only an update reduces.
     RfactorOfPure,
     /// `rfactor(var, ..)` where `var` is not a reduction loop of the update; `loops` are.
     RfactorNotReduction {
+        /// The name written.
         var: String,
+        /// The update's reduction loops.
         loops: Vec<String>,
     },
     /// A directive other than the split of the factored variable before `rfactor` (`first`).
     RfactorAfterDirective {
+        /// The first directive before the `rfactor`.
         first: String,
     },
     /// `rfactor` of an update that is not an associative fold (`f(x) = f(x) * 2 + e`).
@@ -247,11 +350,14 @@ pub enum Rule {
     RfactorTarget,
     /// `rfactor` of an update whose reduction variable `var` has bounds reading a variable.
     RfactorNonRectangular {
+        /// The reduction variable.
         var: String,
     },
     /// An intermediate named like something that exists (`by`, in words).
     RfactorNameTaken {
+        /// The intermediate's name.
         name: String,
+        /// What already has it, in words.
         by: String,
     },
 }
@@ -481,12 +587,17 @@ impl fmt::Display for Rule {
 /// Where a function is computed (or stored).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Placement {
+    /// Computed inline at each use, with no storage of its own.
     Inline,
+    /// Computed (or stored) at root, outside every loop.
     Root,
     /// Inside the loop `var` of stage `stage` of `func`.
     At {
+        /// The consumer function.
         func: String,
+        /// The consumer's stage: 0 the pure definition, `i + 1` update `i`.
         stage: usize,
+        /// The loop of that stage.
         var: String,
     },
 }
@@ -494,8 +605,11 @@ pub enum Placement {
 /// How one function is scheduled.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FuncPlan {
+    /// The function's name.
     pub name: String,
+    /// Where the function is computed.
     pub compute: Placement,
+    /// Where the function's buffer is allocated.
     pub store: Placement,
     /// Loops of each stage: the pure definition, then each update.
     pub stages: Vec<StageLoops>,
@@ -511,6 +625,7 @@ pub struct FuncPlan {
 pub struct Fold {
     /// The dimension's position among the function's variables.
     pub dim: usize,
+    /// The number of slots the dimension is folded into.
     pub extent: i64,
     /// The directive as written, for lowering's errors.
     pub directive: String,
@@ -519,11 +634,14 @@ pub struct Fold {
 /// A validated schedule, resolved against a (lifted) pipeline.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
+    /// The pipeline with reductions lifted, rfactor intermediates and wrappers.
     pub lifted: Lifted,
+    /// Each function's plan, by name.
     pub funcs: BTreeMap<String, FuncPlan>,
 }
 
 impl Plan {
+    /// The pipeline the plan schedules (the lifted one).
     pub fn pipeline(&self) -> &Pipeline {
         &self.lifted.pipeline
     }
