@@ -31,14 +31,18 @@ use serde::{Deserialize, Serialize};
 /// A whole schedule: lines in the order written.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Schedule {
+    /// The lines, in the order written.
     pub lines: Vec<Line>,
 }
 
 /// The directives for one stage of one function: `name:` or `name.update(i):`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Line {
+    /// The function the line schedules.
     pub func: String,
+    /// The stage of the function the line schedules.
     pub stage: StageRef,
+    /// The directives, in the order written.
     pub directives: Vec<Directive>,
 }
 
@@ -76,8 +80,11 @@ pub enum TailStrategy {
 /// A loop named in a directive: a function (and stage) and one of its loop variables.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LoopLevel {
+    /// The function whose loop it is.
     pub func: String,
+    /// The stage whose loop it is.
     pub stage: StageRef,
+    /// The loop variable.
     pub var: String,
 }
 
@@ -86,38 +93,71 @@ pub struct LoopLevel {
 pub enum Directive {
     /// `split(x, xo, xi, factor[, tail])`: `x = xo * factor + xi`, `xi` inner.
     Split {
+        /// The loop split.
         var: String,
+        /// The new outer loop's name.
         outer: String,
+        /// The new inner loop's name.
         inner: String,
+        /// The inner loop's extent.
         factor: i64,
+        /// What to do with the last partial piece; `None` for the default (shift for a pure
+        /// definition, guard for an update).
         tail: Option<TailStrategy>,
     },
     /// `fuse(outer, inner, fused)`: one loop over both (they must be adjacent, outer first).
     Fuse {
+        /// The outer loop.
         outer: String,
+        /// The inner loop.
         inner: String,
+        /// The name of the fused loop.
         fused: String,
     },
     /// `reorder(a, b, ...)`: these loops in this order, outermost first; others keep their places.
     Reorder(Vec<String>),
     /// `tile(y, x, yo, xo, yi, xi, fy, fx[, tail])`.
     Tile {
+        /// The outer dimension's loop.
         y: String,
+        /// The inner dimension's loop.
         x: String,
+        /// The new outer loop of `y`.
         yo: String,
+        /// The new outer loop of `x`.
         xo: String,
+        /// The new inner loop of `y`.
         yi: String,
+        /// The new inner loop of `x`.
         xi: String,
+        /// The split factor of `y`.
         fy: i64,
+        /// The split factor of `x`.
         fx: i64,
+        /// What to do with the last partial pieces; `None` for the default.
         tail: Option<TailStrategy>,
     },
     /// `vectorize(x[, width])`.
-    Vectorize { var: String, width: Option<i64> },
+    Vectorize {
+        /// The loop vectorized.
+        var: String,
+        /// The vector width: the loop is split by it first (its inner loop `x.v` vectorized);
+        /// `None` vectorizes the whole loop, whose extent must be a constant.
+        width: Option<i64>,
+    },
     /// `unroll(x[, factor])`.
-    Unroll { var: String, factor: Option<i64> },
+    Unroll {
+        /// The loop unrolled.
+        var: String,
+        /// The unroll factor: the loop is split by it first (its inner loop `x.u` unrolled);
+        /// `None` unrolls the whole loop, whose extent must be a constant.
+        factor: Option<i64>,
+    },
     /// `parallel(x)`.
-    Parallel { var: String },
+    Parallel {
+        /// The loop run in parallel.
+        var: String,
+    },
     /// `compute_inline()`: substitute the definition into every consumer.
     ComputeInline,
     /// `compute_root()`: compute the whole needed region before the output's loops.
@@ -174,7 +214,12 @@ pub enum Directive {
     ///       for C.s1.ji (vectorized):
     ///         C[i, j] = C[i, j] + A[i, k] * Bp[k, j]
     /// ```
-    Wrap { producer: String, wrapper: String },
+    Wrap {
+        /// The input or function wrapped (`g`).
+        producer: String,
+        /// The new function's name (`gw`).
+        wrapper: String,
+    },
     /// `fold_storage(y, n)` (Halide's `fold_storage`): the function's buffer keeps only `n`
     /// slots in dimension `y`, element `y` living in slot `y mod n` (a circular buffer).
     /// Legal when the function is computed inside a serial loop whose every iteration
@@ -201,7 +246,12 @@ pub enum Directive {
     ///     for bx.y in out.y ..= out.y + 2: bx[bx.y % 3, x] = ..
     ///     for out.x: out[y, x] = bx[y % 3, x] + bx[(y + 1) % 3, x] + bx[(y + 2) % 3, x]
     /// ```
-    FoldStorage { var: String, extent: i64 },
+    FoldStorage {
+        /// The dimension folded (`y`).
+        var: String,
+        /// The number of slots kept (`n`).
+        extent: i64,
+    },
     /// `specialize(cond)` (Halide's `f.specialize(cond)`): the directives after it on its line
     /// schedule the stage for the calls where `cond` holds; the stage's other directives are the
     /// general case. `cond` is a bool expression in the kernel language over sizes, scalar
@@ -278,7 +328,12 @@ pub enum Directive {
     ///     for d.s1.ki in 0 ..= 7:
     ///       d[i] = d[i] + df[i, ki]
     /// ```
-    Rfactor { var: String, intermediate: String },
+    Rfactor {
+        /// The reduction variable factored out (`v`).
+        var: String,
+        /// The new intermediate function's name (`fi`).
+        intermediate: String,
+    },
 }
 
 impl Directive {
