@@ -35,11 +35,14 @@ pub const MAX_ELEMENTS: i64 = 1 << 26;
 /// A value of the loop IR: one scalar, or a vector of lanes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum VValue {
+    /// One scalar.
     Scalar(Value),
+    /// A vector of lanes (`VValue::vector` makes a single lane a scalar).
     Vector(Vec<Value>),
 }
 
 impl VValue {
+    /// A scalar.
     pub fn scalar(v: Value) -> VValue {
         VValue::Scalar(v)
     }
@@ -60,14 +63,17 @@ impl VValue {
         }
     }
 
+    /// The number of lanes (1 for a scalar).
     pub fn lane_count(&self) -> usize {
         self.lanes().len()
     }
 
+    /// Whether this is a vector rather than a scalar.
     pub fn is_vector(&self) -> bool {
         matches!(self, VValue::Vector(_))
     }
 
+    /// The scalar, or `None` for a vector.
     pub fn as_scalar(&self) -> Option<Value> {
         match self {
             VValue::Scalar(v) => Some(*v),
@@ -107,44 +113,82 @@ pub enum InterpError {
     #[error(transparent)]
     Call(#[from] CallError),
     #[error("unbound variable `{0}`")]
+    /// A variable read that nothing binds (no loop, `let` or scalar parameter).
     UnboundVar(String),
     #[error("unknown buffer `{0}`")]
+    /// A buffer the program names that is neither an argument nor allocated in scope.
     UnknownBuffer(String),
     #[error("missing scalar parameter `{0}`")]
+    /// A scalar parameter the arguments do not give.
     MissingParam(String),
     /// A flat access has one index, min 0 and the buffer's length as its extent.
     #[error(
         "`{buffer}` accessed at {index:?}, outside its box (mins {mins:?}, extents {extents:?})"
     )]
     OutOfBounds {
+        /// The buffer accessed.
         buffer: String,
+        /// The index, one per dimension.
         index: Vec<i64>,
+        /// The buffer's mins, one per dimension.
         mins: Vec<i64>,
+        /// The buffer's extents, one per dimension.
         extents: Vec<i64>,
     },
     #[error("`{buffer}` accessed with {found} indices but it has {rank} dimensions")]
+    /// A buffer accessed with a number of indices other than its rank.
     WrongRank {
+        /// The buffer accessed.
         buffer: String,
+        /// The number of indices given.
         found: usize,
+        /// The buffer's number of dimensions.
         rank: usize,
     },
     #[error("{what} is {value:?}, not an integer")]
-    NotInteger { what: String, value: Value },
-    #[error("{what} has {found} lanes where {expected} are needed")]
-    LaneMismatch {
+    /// A value that must be an integer (an index, a loop bound) and is not.
+    NotInteger {
+        /// What the value is, in words.
         what: String,
+        /// The value found.
+        value: Value,
+    },
+    #[error("{what} has {found} lanes where {expected} are needed")]
+    /// A value with the wrong number of lanes.
+    LaneMismatch {
+        /// What the value is, in words.
+        what: String,
+        /// The lanes needed.
         expected: usize,
+        /// The lanes found.
         found: usize,
     },
     #[error("type confusion: {0}")]
+    /// A value of a type the operation does not take.
     Type(String),
     #[error("`{buffer}` has a bad size {size:?} (limit {MAX_ELEMENTS} elements)")]
-    BadSize { buffer: String, size: Vec<i64> },
+    /// A buffer allocated with a negative extent or more than `MAX_ELEMENTS` elements.
+    BadSize {
+        /// The buffer allocated.
+        buffer: String,
+        /// Its extents.
+        size: Vec<i64>,
+    },
     #[error("loop `{var}` (min {min}, extent {extent}) leaves the i32 range")]
-    LoopRange { var: String, min: i64, extent: i64 },
+    /// A loop whose range leaves the `i32` range.
+    LoopRange {
+        /// The loop variable.
+        var: String,
+        /// The loop's first value.
+        min: i64,
+        /// The loop's number of iterations.
+        extent: i64,
+    },
     #[error("`{0}` is an input and cannot be written")]
+    /// A write to an input buffer.
     ReadOnly(String),
     #[error("{0}")]
+    /// An arithmetic error of the kernel language (`strata_dsl::value::OpError`).
     Op(#[from] strata_dsl::value::OpError),
 }
 
