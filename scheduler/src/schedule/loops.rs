@@ -35,7 +35,9 @@ pub fn max_lanes(kind: ForKind) -> i64 {
 /// One loop of a stage.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Dim {
+    /// The loop's name.
     pub name: String,
+    /// How the loop runs: serial, parallel, vectorized, unrolled.
     pub kind: ForKind,
     /// False when the loop runs over (part of) a reduction variable.
     pub pure: bool,
@@ -52,16 +54,24 @@ pub struct Dim {
 pub enum Step {
     /// `old = outer * factor + inner`, `inner` in `0..factor`.
     Split {
+        /// The variable split.
         old: String,
+        /// The new outer variable.
         outer: String,
+        /// The new inner variable.
         inner: String,
+        /// The inner variable's extent.
         factor: i64,
+        /// What the last partial piece does when `factor` does not divide the extent.
         tail: TailStrategy,
     },
     /// `fused` runs over `outer x inner`: `outer = fused / extent(inner)`, `inner = fused % extent(inner)`.
     Fuse {
+        /// The outer variable fused.
         outer: String,
+        /// The inner variable fused.
         inner: String,
+        /// The new variable over both.
         fused: String,
     },
 }
@@ -69,12 +79,15 @@ pub enum Step {
 /// A stage's final loops and how they derive from its variables.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StageLoops {
+    /// The function whose stage it is.
     pub func: String,
+    /// The stage: 0 the pure definition, `i + 1` update `i`.
     pub stage: usize,
     /// The definition's own variables, outermost first.
     pub original: Vec<Dim>,
     /// The loops after every directive, outermost first.
     pub dims: Vec<Dim>,
+    /// The splits and fuses that make `dims` from `original`, in order.
     pub steps: Vec<Step>,
     /// Loops unrolled or vectorized without a factor whose extent the schedule does not fix
     /// (`const_extent` is `None`): lowering requires it constant once bounds are inferred.
@@ -102,6 +115,7 @@ pub struct DeferredExtent {
 }
 
 impl StageLoops {
+    /// The final loop named `name`, if there is one.
     pub fn dim(&self, name: &str) -> Option<&Dim> {
         self.dims.iter().find(|d| d.name == name)
     }
