@@ -10,11 +10,14 @@ use strata_dsl::{BinOp, Intrinsic};
 /// An inclusive interval `min ..= max`; `None` is unbounded on that side.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Interval {
+    /// The least value, or `None` if unbounded below.
     pub min: Option<Expr>,
+    /// The greatest value, or `None` if unbounded above.
     pub max: Option<Expr>,
 }
 
 impl Interval {
+    /// The interval holding `e` alone.
     pub fn point(e: Expr) -> Interval {
         Interval {
             min: Some(e.clone()),
@@ -22,6 +25,7 @@ impl Interval {
         }
     }
 
+    /// The interval `min ..= max`.
     pub fn new(min: Expr, max: Expr) -> Interval {
         Interval {
             min: Some(min),
@@ -29,6 +33,7 @@ impl Interval {
         }
     }
 
+    /// The interval unbounded on both sides.
     pub fn everything() -> Interval {
         Interval {
             min: None,
@@ -47,6 +52,7 @@ impl Interval {
         }
     }
 
+    /// Whether both sides are bounded.
     pub fn is_bounded(&self) -> bool {
         self.min.is_some() && self.max.is_some()
     }
@@ -71,26 +77,32 @@ pub struct Scope {
 }
 
 impl Scope {
+    /// Binds `name` to `interval`, innermost.
     pub fn push(&mut self, name: &str, interval: Interval) {
         self.vars.push((name.to_string(), interval));
     }
 
+    /// Unbinds the innermost variable.
     pub fn pop(&mut self) {
         self.vars.pop();
     }
 
+    /// The number of variables bound.
     pub fn len(&self) -> usize {
         self.vars.len()
     }
 
+    /// Whether no variable is bound.
     pub fn is_empty(&self) -> bool {
         self.vars.is_empty()
     }
 
+    /// Unbinds the innermost variables until `len` remain.
     pub fn truncate(&mut self, len: usize) {
         self.vars.truncate(len);
     }
 
+    /// The interval of `name` (its innermost binding), if it is bound.
     pub fn get(&self, name: &str) -> Option<&Interval> {
         self.vars
             .iter()
@@ -324,6 +336,7 @@ fn join_const(base: Option<Expr>, c: i64) -> Expr {
 // be allocated anyway. Keeping `x + c` forms together is what keeps correlated bounds exact
 // (`max(y, y + 2) - min(y, y + 2)` folds to `2`).
 
+/// `a + b`, with constants gathered and folded.
 pub fn fold_add(a: Expr, b: Expr) -> Expr {
     let ((ba, ca), (bb, cb)) = (split_const(&a), split_const(&b));
     match (ba, bb) {
@@ -332,6 +345,7 @@ pub fn fold_add(a: Expr, b: Expr) -> Expr {
     }
 }
 
+/// `a - b`, with constants gathered and folded (`x - x` is 0).
 pub fn fold_sub(a: Expr, b: Expr) -> Expr {
     let ((ba, ca), (bb, cb)) = (split_const(&a), split_const(&b));
     match (ba, bb) {
