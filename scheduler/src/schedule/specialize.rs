@@ -33,8 +33,11 @@ pub struct Case {
 /// A stage with specializations, and its cases in the order they are tried.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SpecializedStage {
+    /// The function whose stage it is.
     pub func: String,
+    /// The stage specialized.
     pub stage: StageRef,
+    /// Its cases, in the order they are tried.
     pub cases: Vec<Case>,
 }
 
@@ -43,6 +46,7 @@ pub struct SpecializedStage {
 pub struct Split {
     /// The schedule without any specialization: what runs when no condition holds.
     pub general: Schedule,
+    /// The specialized stages, in the order written.
     pub stages: Vec<SpecializedStage>,
 }
 
@@ -50,14 +54,18 @@ pub struct Split {
 /// or `cases.len()` for the general case; and its validated plan.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Version {
+    /// For each specialized stage, the index of its case (`cases.len()` for the general case).
     pub choice: Vec<usize>,
+    /// The version's validated plan.
     pub plan: Plan,
 }
 
 /// Every version of a schedule, the general one (all general cases) last.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Versions {
+    /// The schedule split into its general case and its specialized stages.
     pub split: Split,
+    /// Every version, the general one last.
     pub versions: Vec<Version>,
 }
 

@@ -12,15 +12,19 @@ use strata_dsl::{BinOp, Dtype, Intrinsic};
 /// A closed, non-empty interval `lo..=hi`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Interval {
+    /// The least value.
     pub lo: i64,
+    /// The greatest value.
     pub hi: i64,
 }
 
 impl Interval {
+    /// The interval `lo..=hi` (the caller keeps `lo <= hi`).
     pub fn new(lo: i64, hi: i64) -> Interval {
         Interval { lo, hi }
     }
 
+    /// The interval holding `v` alone.
     pub fn point(v: i64) -> Interval {
         Interval { lo: v, hi: v }
     }
@@ -31,6 +35,7 @@ impl Interval {
         Some(Interval::new(lo as i64, hi as i64))
     }
 
+    /// Whether `lo..=hi` lies inside this interval.
     pub fn contains(self, lo: i128, hi: i128) -> bool {
         self.lo as i128 <= lo && hi <= self.hi as i128
     }
@@ -46,10 +51,13 @@ pub struct Scope {
 }
 
 impl Scope {
+    /// An empty scope.
     pub fn new() -> Scope {
         Scope::default()
     }
 
+    /// Binds a variable (a loop's, or a let's whose value is not recorded) to its interval, innermost;
+    /// `None` when its values are unknown.
     pub fn push(&mut self, name: &str, interval: Option<Interval>) {
         self.vars.push((name.to_string(), interval));
         self.values.push(None);
@@ -75,6 +83,7 @@ impl Scope {
         (!rebound).then_some(value)
     }
 
+    /// Unbinds the innermost variable.
     pub fn pop(&mut self) {
         self.vars.pop();
         self.values.pop();
