@@ -8,7 +8,9 @@ use strata_dsl::{BinOp, Dtype, Intrinsic, Value};
 /// An element type and a vector width (1 for scalars).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Type {
+    /// The element type.
     pub dtype: Dtype,
+    /// The number of lanes (1 for a scalar).
     pub lanes: u16,
 }
 

@@ -31,7 +31,9 @@ use strata_dsl::BinOp;
 /// are expressions of the sizes). The site touches nothing when one of them is false.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Site {
+    /// The box touched: one interval per dimension.
     pub region: Vec<Interval>,
+    /// The conditions under which the site runs; it touches nothing when one is false.
     pub runs_if: Vec<Expr>,
     /// Whether the index depends on a loop variable seen so far (the site is pinned inside
     /// that loop and every loop around it).

@@ -18,6 +18,7 @@ use strata_dsl::Value;
 /// A pipeline without inline reductions, and the names of the functions lifting created.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Lifted {
+    /// The pipeline, inline reductions made functions of their own.
     pub pipeline: Pipeline,
     /// Functions made from nested reductions, with the function that consumes each.
     pub anonymous: Vec<(String, String)>,

@@ -53,12 +53,17 @@ pub fn stage_var(func: &str, stage: usize, dim: &str) -> String {
 
 /// Converts Pipeline expressions of one stage into loop IR.
 pub struct Converter<'a> {
+    /// The pipeline the expressions belong to.
     pub pipeline: &'a Pipeline,
+    /// The function whose stage is converted.
     pub func: &'a str,
+    /// The stage: 0 the pure definition, `i + 1` update `i`.
     pub stage: usize,
 }
 
 impl Converter<'_> {
+    /// The loop-IR expression computing `e` in this stage (variables become the stage's loop
+    /// variables).
     pub fn expr(&self, e: &Expr) -> LExpr {
         match e {
             Expr::Const(v) => LExpr::Const(*v),
@@ -167,6 +172,7 @@ impl Converter<'_> {
     }
 }
 
+/// The loop-IR expression of an input's extent: its size variable or its constant.
 pub fn extent_expr(e: &Extent) -> LExpr {
     match e {
         Extent::Size(s) => LExpr::var(s.clone()),
@@ -232,6 +238,7 @@ fn mirror_interior(i: &LExpr, n: &LExpr) -> LExpr {
 pub struct StageNest {
     /// Loop variable name of each dimension (final and intermediate) by dimension name.
     pub names: HashMap<String, String>,
+    /// The stage's loops around its body (the store of its definition).
     pub stmt: Stmt,
 }
 
