@@ -11,21 +11,27 @@ use crate::value::BinOp;
 /// `i64::MIN` / `i64::MAX`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Interval {
+    /// The least value.
     pub lo: i64,
+    /// The greatest value.
     pub hi: i64,
 }
 
 impl Interval {
+    /// The empty interval.
     pub const EMPTY: Interval = Interval { lo: 1, hi: 0 };
+    /// Every `i64`.
     pub const EVERYTHING: Interval = Interval {
         lo: i64::MIN,
         hi: i64::MAX,
     };
 
+    /// The interval `lo..=hi` (empty when `lo > hi`).
     pub fn new(lo: i64, hi: i64) -> Interval {
         Interval { lo, hi }
     }
 
+    /// The interval holding `v` alone.
     pub fn point(v: i64) -> Interval {
         Interval { lo: v, hi: v }
     }
@@ -38,6 +44,7 @@ impl Interval {
         }
     }
 
+    /// Whether it holds no integer (`lo > hi`).
     pub fn is_empty(self) -> bool {
         self.lo > self.hi
     }
@@ -62,6 +69,7 @@ impl Interval {
         Interval::new(self.lo.min(other.lo), self.hi.max(other.hi))
     }
 
+    /// Whether every integer of `other` lies inside (an empty `other` always does).
     pub fn contains(self, other: Interval) -> bool {
         other.is_empty() || (self.lo <= other.lo && other.hi <= self.hi)
     }
