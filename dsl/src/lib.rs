@@ -11,6 +11,8 @@
 //! assert_eq!(kernel.signature(), "kernel scale(X: f32[N]) -> Y: f32[N]");
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod ast;
 pub mod bounds;
 pub mod buffer;
