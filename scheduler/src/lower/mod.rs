@@ -135,6 +135,9 @@ fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel,
     refuse_self_reading_reductions(&lifted)?;
     // Versions differ only in their stages' loops, not in what is inlined or wrapped.
     let plan = versions.general();
+    // Before inlining, which an inlined diamond (`h(i) = g(i) + g(i)`, 40 deep) would make
+    // exponentially large; each version's own loops are checked again below.
+    limits::check_limits(plan)?;
     let inlined = inline::inline_functions(plan);
     let mut realized = Vec::new();
     let mut bodies = Vec::new();
