@@ -375,14 +375,8 @@ fn run_command_line() -> ExitCode {
             db,
             backend,
         } => backend.built().and_then(|backend| {
-            let settings = run::RunSettings {
-                threads: threads.unwrap_or_else(default_threads),
-                seed,
-                min_time: std::time::Duration::from_secs_f64(min_time),
-                check: !no_check,
-                backend,
-                profile,
-            };
+            let mut settings = run_settings(threads, seed, min_time, !no_check, backend);
+            settings.profile = profile;
             let db = db.unwrap_or_else(strata::tuner::tune::default_db_path);
             let data = run::RunData {
                 inputs: input,
@@ -414,14 +408,7 @@ fn run_command_line() -> ExitCode {
             db,
             backend,
         } => backend.built().and_then(|backend| {
-            let settings = run::RunSettings {
-                threads: threads.unwrap_or_else(default_threads),
-                seed,
-                min_time: std::time::Duration::from_secs_f64(min_time),
-                check: !no_check,
-                backend,
-                profile: false,
-            };
+            let settings = run_settings(threads, seed, min_time, !no_check, backend);
             let db = db.unwrap_or_else(strata::tuner::tune::default_db_path);
             let file = KernelChoice {
                 file: &file,
@@ -602,6 +589,24 @@ fn tune_command(
     let chosen = pick_kernel(&kernels, kernel, file)?;
     let sizes = run::complete_shape(chosen, &parse_shape(shape)?)?;
     tuning::tune(db, chosen, &source, &sizes, settings)
+}
+
+/// `run`'s and `compare`'s settings from their shared flags (profiling off).
+fn run_settings(
+    threads: Option<usize>,
+    seed: u64,
+    min_time: f64,
+    check: bool,
+    backend: Backend,
+) -> run::RunSettings {
+    run::RunSettings {
+        threads: threads.unwrap_or_else(default_threads),
+        seed,
+        min_time: std::time::Duration::from_secs_f64(min_time),
+        check,
+        backend,
+        profile: false,
+    }
 }
 
 fn default_threads() -> usize {

@@ -3,6 +3,7 @@
 //! a different one. Every candidate is a legal schedule, proposed once.
 
 use std::collections::HashSet;
+use strata_scheduler::schedule::canonical::canonicalize_lifted;
 use strata_tuner::space::Space;
 use strata_tuner::strategy::Searcher;
 use strata_tuner::StrategyKind;
@@ -61,8 +62,8 @@ fn softmax() -> strata_dsl::Pipeline {
     .unwrap()
 }
 
-/// The rule-made seeds are legal, distinct, and what `evolve` and `model` measure first (in
-/// order); `random` does not use them.
+/// The rule-made seeds are legal, distinct (also in canonical form), and what `evolve` and
+/// `model` measure first (in order); `random` does not use them.
 #[test]
 fn seeds_come_first_and_are_legal() {
     for pipeline in [matmul(), softmax()] {
@@ -72,7 +73,10 @@ fn seeds_come_first_and_are_legal() {
             .iter()
             .map(|g| {
                 let schedule = space.schedule(g).expect("a seed is a legal schedule");
-                strata_tuner::space::schedule_hash(&schedule)
+                // Proposals are canonical (`schedule::canonical`), so seeds are compared so.
+                let lifted = &space.lifted;
+                let canonical = canonicalize_lifted(lifted, &schedule).expect("it validates");
+                strata_tuner::space::schedule_hash(&canonical)
             })
             .collect();
         assert!(seeds.len() >= 5, "only {} seeds", seeds.len());
