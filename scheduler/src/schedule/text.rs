@@ -645,7 +645,6 @@ fn unknown_directive(name: &str) -> String {
     )
 }
 
-
 /// "no arguments", "1 argument", "4 or 5 arguments", "1 or more arguments".
 fn count(min: usize, max: usize) -> String {
     let plural = |n: usize| if n == 1 { "argument" } else { "arguments" };
