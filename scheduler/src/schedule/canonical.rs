@@ -1,9 +1,9 @@
 //! Canonical schedules: the same schedule without the directives that change nothing.
 //!
-//! A directive changes nothing when the schedule without it lowers to the same loop nest, up to
-//! the names of loop and `let` variables: `reorder(y, x)` of loops already in that order, a
-//! `store_at` at the compute level, `compute_root()` of a function computed at root anyway,
-//! `split(x, xo, xi, 1)` whose loops nothing else names. Such directives only make schedules
+//! A directive changes nothing when the schedule without it lowers to the same loop nest:
+//! `reorder(y, x)` of loops already in that order, a `store_at` at the compute level,
+//! `compute_root()` of a function computed at root anyway, a placement repeating the default.
+//! (A `split` by 1 is kept: it renames loops, so the plans differ.) Such directives only make schedules
 //! that compile to the same code look different: the tuner canonicalizes each candidate
 //! before hashing, recording and printing it, so the database holds one record per distinct
 //! loop nest and a winner reads as what it does.
