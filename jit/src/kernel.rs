@@ -6,6 +6,7 @@ use crate::backend::{self, Backend, MachineCode};
 use crate::codegen::{CodegenError, CodegenOptions};
 use std::collections::BTreeMap;
 use strata_dsl::buffer::{BufferView, BufferViewMut, ViewArgs};
+use strata_dsl::signature::Binding;
 use strata_dsl::{Args, Buffer, Dtype, Signature, Sizes, Value};
 use strata_scheduler::{Expr, LoweredKernel};
 
@@ -79,16 +80,8 @@ impl CompiledKernel {
     /// Runs the kernel on `args` with up to `threads` threads and returns its output.
     pub fn run(&self, args: &Args, threads: usize) -> Result<Buffer, CallError> {
         let binding = self.signature.bind(args)?;
-        let mut output = Buffer::zeros(self.kernel.output.dtype, &binding.output_shape)?;
         let inputs = Inputs::Owned(&args.buffers);
-        self.call(
-            inputs,
-            &args.scalars,
-            &binding.sizes,
-            output.as_mut_ptr(),
-            threads,
-        );
-        Ok(output)
+        self.run_bound(&binding, inputs, &args.scalars, threads)
     }
 
     /// Runs the kernel writing into `output`, which must have the output's type and shape. A
@@ -100,20 +93,11 @@ impl CompiledKernel {
         threads: usize,
     ) -> Result<(), CallError> {
         let binding = self.signature.bind(args)?;
-        self.check_output(
-            &binding.output_shape,
-            output.dtype(),
-            output.shape(),
-            output.len(),
-        )?;
+        let (dtype, len) = (output.dtype(), output.len());
+        self.check_output(&binding.output_shape, dtype, output.shape(), len)?;
         let inputs = Inputs::Owned(&args.buffers);
-        self.call(
-            inputs,
-            &args.scalars,
-            &binding.sizes,
-            output.as_mut_ptr(),
-            threads,
-        );
+        let out = output.as_mut_ptr();
+        self.call(inputs, &args.scalars, &binding.sizes, out, threads);
         Ok(())
     }
 
@@ -140,15 +124,21 @@ impl CompiledKernel {
     /// are checked as [`CompiledKernel::run`] checks owned ones.
     pub fn run_views(&self, args: &ViewArgs, threads: usize) -> Result<Buffer, CallError> {
         let binding = self.signature.bind_views(args)?;
-        let mut output = Buffer::zeros(self.kernel.output.dtype, &binding.output_shape)?;
         let inputs = Inputs::Views(&args.buffers);
-        self.call(
-            inputs,
-            &args.scalars,
-            &binding.sizes,
-            output.as_mut_ptr(),
-            threads,
-        );
+        self.run_bound(&binding, inputs, &args.scalars, threads)
+    }
+
+    /// Runs the bound call into a new output of the bound shape.
+    fn run_bound(
+        &self,
+        binding: &Binding,
+        inputs: Inputs,
+        scalars: &BTreeMap<String, Value>,
+        threads: usize,
+    ) -> Result<Buffer, CallError> {
+        let mut output = Buffer::zeros(self.kernel.output.dtype, &binding.output_shape)?;
+        let out = output.as_mut_ptr();
+        self.call(inputs, scalars, &binding.sizes, out, threads);
         Ok(output)
     }
 
@@ -162,20 +152,11 @@ impl CompiledKernel {
         threads: usize,
     ) -> Result<(), CallError> {
         let binding = self.signature.bind_views(args)?;
-        self.check_output(
-            &binding.output_shape,
-            output.dtype(),
-            output.shape(),
-            output.len(),
-        )?;
+        let (dtype, len) = (output.dtype(), output.len());
+        self.check_output(&binding.output_shape, dtype, output.shape(), len)?;
         let inputs = Inputs::Views(&args.buffers);
-        self.call(
-            inputs,
-            &args.scalars,
-            &binding.sizes,
-            output.as_mut_ptr(),
-            threads,
-        );
+        let out = output.as_mut_ptr();
+        self.call(inputs, &args.scalars, &binding.sizes, out, threads);
         Ok(())
     }
 

@@ -246,11 +246,14 @@ fn self_reads(func: &Func, update: &Update) -> Vec<Vec<Expr>> {
 
 /// Whether a function the update calls reads `func`, directly or through other functions.
 fn reads_through_others(pipeline: &Pipeline, func: &Func, update: &Update) -> bool {
-    let mut pending: Vec<String> = function_calls(update)
-        .into_iter()
-        .map(|call| call.name)
-        .filter(|name| *name != func.name)
-        .collect();
+    let called = function_calls(update).into_iter().map(|call| call.name);
+    callees_read(pipeline, func, called.collect())
+}
+
+/// Whether any of the functions `called` (other than `func` itself) reads `func`, directly or
+/// through the functions it calls.
+pub(super) fn callees_read(pipeline: &Pipeline, func: &Func, called: Vec<String>) -> bool {
+    let mut pending: Vec<String> = called.into_iter().filter(|n| *n != func.name).collect();
     let mut seen = vec![func.name.clone()];
     while let Some(name) = pending.pop() {
         if seen.contains(&name) {

@@ -273,27 +273,15 @@ fn reads(e: &Expr, name: &str) -> bool {
 /// Whether a function `value` calls reads `func`, directly or through others: such a read sees
 /// `func` between two steps of the reduction, which factoring would change.
 fn reads_through_others(pipeline: &Pipeline, func: &Func, value: &Expr) -> bool {
-    let mut pending: Vec<String> = Vec::new();
+    let mut called = Vec::new();
     value.for_each(&mut |e| {
         if let Expr::Call(c) = e {
             if c.target == CallTarget::Func {
-                pending.push(c.name.clone());
+                called.push(c.name.clone());
             }
         }
     });
-    let mut seen = vec![func.name.clone()];
-    while let Some(name) = pending.pop() {
-        if seen.contains(&name) {
-            continue;
-        }
-        let callees = pipeline.func(&name).map(Func::callees).unwrap_or_default();
-        if callees.contains(&func.name) {
-            return true;
-        }
-        seen.push(name);
-        pending.extend(callees);
-    }
-    false
+    super::loops::callees_read(pipeline, func, called)
 }
 
 // ---------------------------------------------------------------------------------------------
