@@ -85,3 +85,23 @@ fn stencil_producers_whose_region_moves_give_no_warning() {
         assert_eq!(warnings_for(&blur, schedule), [], "{schedule}");
     }
 }
+
+/// A producer read at a fixed point depends on no consumer loop: the advice is root.
+#[test]
+fn a_producer_depending_on_no_consumer_loop_is_advised_to_root() {
+    let src = "kernel k(A: f32[K], B: f32[N]) -> out: f32[N] {
+        g(x) = sum(k in 0..K) A(k) * f32(x);
+        out(x) = B(x) + g(1);
+    }";
+    let pipeline = parse_kernel(src, "k.strata").unwrap();
+    let warnings = warnings_for(&pipeline, "g: compute_at(out, x)");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].instead, None);
+    assert!(
+        warnings[0]
+            .to_string()
+            .ends_with("; compute it at root instead (compute_root())"),
+        "{}",
+        warnings[0]
+    );
+}
