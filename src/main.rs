@@ -124,9 +124,17 @@ enum Command {
         /// Which kernel of the file (needed when it holds several).
         #[arg(long)]
         kernel: Option<String>,
-        /// Every size, e.g. `M=512,N=512,K=512`.
+        /// Sizes, e.g. `M=512,N=512,K=512`: every size no `--input` file gives.
         #[arg(long)]
         shape: Option<String>,
+        /// An input from a file, `NAME=FILE` (repeat for several), as `run --input` takes it;
+        /// both sides run on the same data. Inputs not given are seeded random.
+        #[arg(long, value_name = "NAME=FILE")]
+        input: Vec<String>,
+        /// A scalar parameter's value, `NAME=VALUE` (repeat for several); others are seeded
+        /// random.
+        #[arg(long, value_name = "NAME=VALUE")]
+        param: Vec<String>,
         /// Threads for parallel loops (default: every core).
         #[arg(long)]
         threads: Option<usize>,
@@ -400,6 +408,8 @@ fn run_command_line() -> ExitCode {
             b,
             kernel,
             shape,
+            input,
+            param,
             threads,
             seed,
             min_time,
@@ -415,7 +425,12 @@ fn run_command_line() -> ExitCode {
                 kernel: kernel.as_deref(),
                 shape: shape.as_deref(),
             };
-            compare_command(&file, [&a, &b], &settings, json, &db)
+            let data = run::RunData {
+                inputs: input,
+                outputs: Vec::new(),
+                params: param,
+            };
+            compare_command(&file, &data, [&a, &b], &settings, json, &db)
         }),
         Command::Tune {
             file,
@@ -707,6 +722,7 @@ struct KernelChoice<'a> {
 /// timed interleaved (`compare.rs`).
 fn compare_command(
     choice: &KernelChoice,
+    data: &run::RunData,
     schedules: [&str; 2],
     settings: &run::RunSettings,
     json: bool,
@@ -718,8 +734,7 @@ fn compare_command(
         Some(shape) => parse_shape(shape)?,
         None => Sizes::new(),
     };
-    let data = run::RunData::default();
-    let (sizes, args, _) = run::prepare(chosen, &shape, &data, settings.seed)?;
+    let (sizes, args, _) = run::prepare(chosen, &shape, data, settings.seed)?;
     let side = |label: &'static str, text: &str| {
         let schedule = resolve_schedule(Some(text), db, chosen, &sizes, settings)
             .map_err(|e| compare::on_side(label, &e))?;

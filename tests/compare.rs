@@ -162,3 +162,33 @@ fn best_after_a_tiny_tune_is_the_winner() {
     assert!(!out.status.success());
     assert!(stderr.contains("schedule B: "), "{stderr}");
 }
+
+/// `--input` and `--param` are taken as `run` takes them: sizes come from the file, and both
+/// sides run on that data.
+#[test]
+fn inputs_and_parameters_come_from_the_command_line() {
+    let path = scratch("input").join("image.npy");
+    let values: Vec<u8> = (0..6 * 9).map(|i| (i * 37 % 256) as u8).collect();
+    let image = strata::Buffer::from_vec(&[6, 9], values).unwrap();
+    strata::io::write(&path, &image, "compare test").unwrap();
+    let input = format!("image={}", path.display());
+    let brighten = "examples/kernels/brighten.strata";
+    let b = "out: split(x, xo, xi, 4).vectorize(xi)";
+    let args = [
+        "compare", brighten, "default", b, "--input", &input, "--param", "gain=1.5",
+    ];
+    let out = strata(&[&args[..], &QUICK[2..], &["--json"]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(v["shape"], serde_json::json!({"H": 6, "W": 9}), "{v}");
+    assert_eq!(
+        (&v["a"]["correct"], &v["b"]["correct"]),
+        (&true.into(), &true.into())
+    );
+
+    let wrong = [&args[..6], &["--param", "gian=2"], &QUICK[2..]].concat();
+    let out = strata(&wrong);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("gian"), "{stderr}");
+}
