@@ -576,9 +576,14 @@ pub(crate) fn print_out(text: &str) -> Result<(), String> {
 }
 
 /// Warns on stderr about each producer the schedule computes again in every iteration of a
-/// consumer loop its values do not depend on (`scheduler::warnings`).
+/// consumer loop its values do not depend on, and each vectorized loop that runs serially
+/// (`scheduler::warnings`).
 fn warn_if_wasteful(kernel: &strata::LoweredKernel) {
-    for w in strata::scheduler::warnings::recomputed(kernel) {
+    use strata::scheduler::warnings;
+    for w in warnings::recomputed(kernel) {
+        print_error(&format!("warning: {w}"));
+    }
+    for w in warnings::serial_vectors(kernel) {
         print_error(&format!("warning: {w}"));
     }
 }

@@ -682,6 +682,9 @@ pub struct LoweredKernel {
     /// The bounds of every reduction domain, as expressions of the sizes: the call refuses
     /// sizes where one would wrap `i32` (as the reference does).
     pub domain_bounds: Vec<Expr>,
+    /// The loops the schedule vectorized that lowering had to leave serial, and why (a
+    /// warning for whoever wrote the schedule; empty for hand-built kernels).
+    pub serial_vectors: Vec<crate::lower::vectorize::SerialVector>,
     /// The loop nest.
     pub body: Stmt,
 }

@@ -1,4 +1,6 @@
-//! Warnings for legal but wasteful schedules, read off the lowered loop nest.
+//! Warnings for legal but wasteful schedules, read off the lowered loop nest: producers
+//! recomputed for nothing ([`recomputed`]), and vectorized loops lowering had to leave serial
+//! ([`serial_vectors`]).
 //!
 //! A producer computed inside a loop of its consumer that its values do not depend on computes
 //! the same values in every iteration of that loop. `ss(r) = sum(c in 0..C) X(r, c)^2` under
@@ -19,6 +21,7 @@
 //! each iteration the guard lets through still recomputes the same values.
 
 use crate::ir::{Expr, LoweredKernel, Stmt};
+use crate::lower::vectorize::SerialVector;
 use std::collections::BTreeSet;
 use std::fmt;
 
@@ -56,15 +59,42 @@ impl fmt::Display for Recomputed {
 
 /// `Y.s0.c` as a reader of schedules writes it: "`Y`'s loop `c`" (`Y.update(0)`'s for s1).
 fn display_loop(ir_name: &str) -> String {
-    let parts: Vec<&str> = ir_name.splitn(3, '.').collect();
-    match parts.as_slice() {
-        [func, stage, var] if stage.starts_with('s') => match stage[1..].parse::<usize>() {
-            Ok(0) => format!("`{func}`'s loop `{var}` (compute_at({func}, {var}))"),
-            Ok(n) => format!("`{func}.update({})`'s loop `{var}`", n - 1),
-            Err(_) => format!("loop `{ir_name}`"),
-        },
-        _ => format!("loop `{ir_name}`"),
+    match stage_loop(ir_name) {
+        Some((func, 0, var)) => format!("`{func}`'s loop `{var}` (compute_at({func}, {var}))"),
+        Some((func, n, var)) => format!("`{func}.update({})`'s loop `{var}`", n - 1),
+        None => format!("loop `{ir_name}`"),
     }
+}
+
+/// `Y.s1.c` split into the function, the stage (0 pure, n update n - 1) and the variable.
+fn stage_loop(ir_name: &str) -> Option<(&str, usize, &str)> {
+    let mut parts = ir_name.splitn(3, '.');
+    let (func, stage, var) = (parts.next()?, parts.next()?, parts.next()?);
+    Some((func, stage.strip_prefix('s')?.parse().ok()?, var))
+}
+
+/// A vectorized loop lowered as a serial one, as a reader of schedules names it.
+pub struct SerialVectorWarning<'a>(pub &'a SerialVector);
+
+impl fmt::Display for SerialVectorWarning<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let SerialVector { loop_name, reason } = self.0;
+        match stage_loop(loop_name) {
+            Some((func, 0, var)) => write!(f, "`{func}: vectorize({var})`")?,
+            Some((func, n, var)) => write!(f, "`{func}.update({}): vectorize({var})`", n - 1)?,
+            None => write!(f, "vectorizing loop `{loop_name}`")?,
+        }
+        write!(f, " runs as a serial loop: {reason}")
+    }
+}
+
+/// The warnings of every vectorized loop `kernel` runs serially.
+pub fn serial_vectors(kernel: &LoweredKernel) -> Vec<SerialVectorWarning<'_>> {
+    kernel
+        .serial_vectors
+        .iter()
+        .map(SerialVectorWarning)
+        .collect()
 }
 
 /// Every producer of `kernel` recomputed across loops of its consumer (see the module doc).

@@ -850,6 +850,7 @@ fn kernel(body: Stmt) -> LoweredKernel {
         input_regions: vec![],
         output_region: vec![],
         domain_bounds: vec![],
+        serial_vectors: vec![],
         body,
     }
 }

@@ -1,11 +1,13 @@
-//! Warnings for wasteful schedules (`warnings::recomputed`): a producer computed inside a loop
+//! Warnings for wasteful schedules. `warnings::recomputed`: a producer computed inside a loop
 //! of its consumer that its values do not depend on is named, with the loops and where to
 //! compute it instead; placements that do not recompute anything give no warning.
+//! `warnings::serial_vectors`: a vectorized loop lowering left serial is named, with why.
 
 use strata_dsl::{parse_kernel, Pipeline};
 use strata_scheduler::lower::lower;
+use strata_scheduler::lower::vectorize::SerialReason;
 use strata_scheduler::schedule::text::parse_schedule;
-use strata_scheduler::warnings::{recomputed, Recomputed};
+use strata_scheduler::warnings::{recomputed, serial_vectors, Recomputed};
 
 const NORM: &str = "kernel norm(X: f32[R, C]) -> Y: f32[R, C] {
     ss(r) = sum(c in 0..C) X(r, c) * X(r, c);
@@ -104,4 +106,73 @@ fn a_producer_depending_on_no_consumer_loop_is_advised_to_root() {
         "{}",
         warnings[0]
     );
+}
+
+fn serial_vectors_for(pipeline: &Pipeline, schedule: &str) -> Vec<(String, SerialReason, String)> {
+    let schedule = parse_schedule(schedule).unwrap_or_else(|e| panic!("{e}"));
+    let kernel = lower(pipeline, &schedule).unwrap_or_else(|e| panic!("{e}"));
+    let messages = serial_vectors(&kernel)
+        .iter()
+        .map(|w| w.to_string())
+        .collect::<Vec<_>>();
+    kernel
+        .serial_vectors
+        .iter()
+        .zip(messages)
+        .map(|(v, m)| (v.loop_name.clone(), v.reason, m))
+        .collect()
+}
+
+/// Vectors of vectors do not exist: the outer of two vectorized loops in one nest runs
+/// serially, and the schedule's author is told which and why.
+#[test]
+fn a_vectorized_loop_around_another_is_named_as_serial() {
+    let schedule = "Y: split(c, co, ci, 4).split(co, coo, coi, 2).vectorize(ci).vectorize(coi)";
+    let found = serial_vectors_for(&norm(), schedule);
+    assert_eq!(
+        found,
+        [(
+            "Y.s0.coi".to_string(),
+            SerialReason::InnerLoopVectorized,
+            "`Y: vectorize(coi)` runs as a serial loop: a loop inside it is vectorized already"
+                .to_string()
+        )]
+    );
+}
+
+/// A `where` predicate reading the vectorized variable and an inner loop's cannot be tested
+/// once for every lane.
+#[test]
+fn a_lane_dependent_predicate_keeps_an_update_loop_serial_and_says_so() {
+    let masked = parse_kernel(
+        "kernel masked(A: i32[N]) -> out: i32[N] {
+            out(x) = 0;
+            for (k in 0..N where (k + x) % 2 == 0) out(x) += A(k);
+        }",
+        "masked.strata",
+    )
+    .unwrap();
+    let found = serial_vectors_for(&masked, "out.update(0): split(x, xo, xi, 4).vectorize(xi)");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, "out.s1.xi");
+    assert_eq!(found[0].1, SerialReason::LaneDependentCondition);
+    assert!(
+        found[0]
+            .2
+            .starts_with("`out.update(0): vectorize(xi)` runs as a serial loop: "),
+        "{}",
+        found[0].2
+    );
+}
+
+#[test]
+fn loops_that_widen_give_no_serial_vector_warning() {
+    for schedule in [
+        "Y: split(c, co, ci, 4).vectorize(ci)",
+        "Y: split(c, co, ci, 1).vectorize(ci)",
+        "Y: split(c, co, ci, 8).vectorize(ci); ss: compute_at(Y, r)",
+    ] {
+        let found = serial_vectors_for(&norm(), schedule);
+        assert!(found.is_empty(), "{schedule}: {found:?}");
+    }
 }

@@ -155,7 +155,8 @@ fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel,
     }
     let s = flatten::flatten(&s, &inlined, plan);
     log.log("storage flattening", &s);
-    let s = vectorize::vectorize(&s);
+    let mut serial_vectors = Vec::new();
+    let s = vectorize::vectorize_noting(&s, &mut serial_vectors);
     log.log("vectorization", &s);
     let s = unroll::unroll(&s);
     log.log("unrolling", &s);
@@ -167,7 +168,8 @@ fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel,
     log.log("lane-loop interchange", &s);
     let s = vector_accumulators::vector_accumulators(&s);
     log.log("vector accumulators", &s);
-    let kernel = kernel_signature(&inlined, checks, s);
+    let mut kernel = kernel_signature(&inlined, checks, s);
+    kernel.serial_vectors = serial_vectors;
     verify::verify(&kernel).map_err(LowerError::Verify)?;
     Ok(kernel)
 }
@@ -400,6 +402,7 @@ fn kernel_signature(pipeline: &Pipeline, checks: CallChecks, body: Stmt) -> Lowe
         input_regions: checks.input_regions,
         output_region: checks.output_region,
         domain_bounds: checks.domain_bounds,
+        serial_vectors: Vec::new(),
         body,
     }
 }

@@ -14,8 +14,52 @@ use crate::ir::{Expr, ForKind, ReduceOp, Stmt, UnOp};
 use std::collections::HashMap;
 use strata_dsl::BinOp;
 
+/// A loop the schedule vectorized that runs serially, and why: lowering keeps the answer right
+/// but not the speed asked for, so `run` and `lower` warn (`crate::warnings`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SerialVector {
+    /// The loop's IR name (`out.s0.xo`).
+    pub loop_name: String,
+    /// Why its body could not be widened.
+    pub reason: SerialReason,
+}
+
+/// Why a vectorized loop stays serial.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SerialReason {
+    /// A loop inside it is vectorized already (vectors of vectors do not exist).
+    InnerLoopVectorized,
+    /// A condition inside depends on the loop's variable in a way versioning cannot test once
+    /// for all lanes (a `where` predicate, a guard reading an inner loop).
+    LaneDependentCondition,
+    /// The body cannot be widened: storage allocated inside, a loop whose bounds depend on the
+    /// lane, or a value varying by lane stored to one address.
+    BodyNotWidenable,
+}
+
+impl std::fmt::Display for SerialReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SerialReason::InnerLoopVectorized => "a loop inside it is vectorized already",
+            SerialReason::LaneDependentCondition => {
+                "a condition inside depends on its variable in a way no single test covers \
+                 every lane of"
+            }
+            SerialReason::BodyNotWidenable => {
+                "its body cannot be widened (storage allocated inside it, a loop bound or \
+                 branch that differs by lane, or a lane-varying value stored to one address)"
+            }
+        })
+    }
+}
+
 /// Vectorizes every vectorized loop of `s`.
 pub fn vectorize(s: &Stmt) -> Stmt {
+    vectorize_noting(s, &mut Vec::new())
+}
+
+/// [`vectorize`], noting in `serial` each vectorized loop that stays serial.
+pub fn vectorize_noting(s: &Stmt, serial: &mut Vec<SerialVector>) -> Stmt {
     match s {
         Stmt::For {
             var,
@@ -24,9 +68,18 @@ pub fn vectorize(s: &Stmt) -> Stmt {
             kind: ForKind::Vectorized,
             body,
         } => {
-            let body = vectorize(body);
+            let body = vectorize_noting(body, serial);
             match extent.as_int().filter(|&w| w >= 1 && w <= u16::MAX as i64) {
-                Some(w) => vectorize_loop(var, min, w as u16, &body),
+                Some(w) => match vectorize_loop(var, min, w as u16, &body) {
+                    Ok(vector) => vector,
+                    Err((scalar, reason)) => {
+                        serial.push(SerialVector {
+                            loop_name: var.clone(),
+                            reason,
+                        });
+                        scalar
+                    }
+                },
                 // `constant_extents` made every vectorized extent a literal within
                 // `MAX_LANES`; a loop left vectorized fails `verify` loudly.
                 None => Stmt::For {
@@ -38,7 +91,7 @@ pub fn vectorize(s: &Stmt) -> Stmt {
                 },
             }
         }
-        other => other.map(&mut |e| e.clone(), &mut vectorize),
+        other => other.map(&mut |e| e.clone(), &mut |c| vectorize_noting(c, serial)),
     }
 }
 
@@ -72,20 +125,28 @@ fn serial(var: &str, min: &Expr, extent: &Expr, body: Stmt) -> Stmt {
     }
 }
 
-fn vectorize_loop(var: &str, min: &Expr, lanes: u16, body: &Stmt) -> Stmt {
+/// The loop widened to `lanes` lanes, or, where its body cannot be, the serial loop and why.
+fn vectorize_loop(
+    var: &str,
+    min: &Expr,
+    lanes: u16,
+    body: &Stmt,
+) -> Result<Stmt, (Stmt, SerialReason)> {
     let extent = Expr::int(lanes as i32);
+    let stays_serial = |reason| Err((serial(var, min, &extent, body.clone()), reason));
     if lanes == 1 {
-        return serial(var, min, &extent, body.clone());
+        // What the schedule asked for (one lane), not a fallback.
+        return Ok(serial(var, min, &extent, body.clone()));
     }
     // A loop inside was vectorized already: widening its vectors again would need vectors of
     // vectors (`ramp(ramp(..), x4(1), 2)`), which no backend has. The inner loop keeps the
     // vectors and this one runs serially, as any loop whose body cannot be widened.
     if holds_vectors(body) {
-        return serial(var, min, &extent, body.clone());
+        return stays_serial(SerialReason::InnerLoopVectorized);
     }
     let guards = lane_guards(body, var, &mut HashMap::new(), &mut Vec::new());
     let Some(guards) = guards else {
-        return serial(var, min, &extent, body.clone());
+        return stays_serial(SerialReason::LaneDependentCondition);
     };
     let fast_body = if guards.is_empty() {
         body.clone()
@@ -102,10 +163,10 @@ fn vectorize_loop(var: &str, min: &Expr, lanes: u16, body: &Stmt) -> Stmt {
         vars: HashMap::from([(var.to_string(), ramp)]),
     };
     let Some(vector) = widener.stmt(&fast_body) else {
-        return serial(var, min, &extent, body.clone());
+        return stays_serial(SerialReason::BodyNotWidenable);
     };
     if guards.is_empty() {
-        return vector;
+        return Ok(vector);
     }
     // Every guard is increasing in the loop variable: true at the last lane means true at all.
     let last = Expr::add(min.clone(), Expr::int(lanes as i32 - 1));
@@ -128,11 +189,11 @@ fn vectorize_loop(var: &str, min: &Expr, lanes: u16, body: &Stmt) -> Stmt {
         kind,
         body: Box::new(body.clone()),
     };
-    Stmt::If {
+    Ok(Stmt::If {
         cond: all_lanes,
         then_case: Box::new(vector),
         else_case: Some(Box::new(lanes_loop)),
-    }
+    })
 }
 
 /// The conditions of `if`s in `body` that depend on `var` (lets expanded), or `None` if one of
