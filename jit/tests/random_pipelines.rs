@@ -530,6 +530,20 @@ fn a_producer_region_ignores_reads_in_loops_that_never_run() {
     );
 }
 
+/// An empty domain factored by `rfactor`: its one piece's full part runs under `if (r1o < 0)`
+/// in a loop `r1o` from 0, so never, but the call checked that part's reads (`A(y - 1)` at
+/// `y = 0`) and refused the input (seeds 301855 and eight more of 8,000). A site's condition on
+/// a loop variable now becomes, outside the loop, the condition that it holds for some
+/// iteration (`access_sites::over_loop`).
+#[test]
+fn reads_under_a_guard_no_iteration_passes_are_not_checked() {
+    minimized(
+        "kernel k(A: u32[N, M]) -> out: i8[N - 2, M] { out(y, x) = i8(A(y + 2, x)); for (r1 in -1..-1) out(y, x) -= i8(i32(A(y + r1, x + 1))); }",
+        "out.update(0): split(r1, r1o, r1i, 8).rfactor(r1o, out_rf)",
+        &[("N", 6), ("M", 11)],
+    );
+}
+
 /// Still open: the same producer read inside a domain empty only at some sizes (`0..N - 5`
 /// at N = 4). Its region is one box for every size, the union of both sites', so it reaches
 /// `f(-1)`, and the call is refused; the reference answers. Regions would need to carry the

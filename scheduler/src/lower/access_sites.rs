@@ -92,8 +92,9 @@ fn sites(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
             let mut scope = Scope::default();
             scope.push(var, loop_interval(min, extent, &Scope::default()));
             for site in sites(body, func, hoistable) {
-                let mut runs_if = site.runs_if;
-                runs_if.retain(|e| !free_vars(e).contains(var));
+                let runs_if = site.runs_if.iter();
+                let mut runs_if: Vec<Expr> =
+                    runs_if.filter_map(|e| over_loop(e, var, &scope)).collect();
                 let pinned = site.pinned || region_uses(&site.region, var);
                 if pinned || !hoistable {
                     runs_if.push(Expr::lt(Expr::int(0), extent.clone()));
@@ -177,8 +178,31 @@ pub fn run_condition(s: &Stmt, func: &str) -> Option<Expr> {
     Some(crate::simplify::simplify_expr(&any))
 }
 
+/// A condition a site runs under, seen from outside the loop of `var` (ranging over `scope`):
+/// itself if it does not read `var`; for `a < b` or `a <= b` with only one side reading `var`,
+/// the condition that it holds for some value of `var`, with that side at its extreme over
+/// the loop (`v < e` becomes `v.min < e`). That is necessary for the site to run, so a site
+/// under `if (ro < 0)` in a loop `ro` from 0 (the full pieces of an empty split domain) is
+/// seen never to run. `None` (no condition) where neither applies.
+fn over_loop(cond: &Expr, var: &str, scope: &Scope) -> Option<Expr> {
+    if !cond.uses_var(var) {
+        return Some(cond.clone());
+    }
+    let Expr::Binary(op @ (BinOp::Lt | BinOp::Le), a, b) = cond else {
+        return None;
+    };
+    let least = |e: &Expr| super::bounds::bounds(e, scope).min;
+    let greatest = |e: &Expr| super::bounds::bounds(e, scope).max;
+    let (a, b) = match (a.uses_var(var), b.uses_var(var)) {
+        (true, false) => (least(a)?, (**b).clone()),
+        (false, true) => ((**a).clone(), greatest(b)?),
+        _ => return None,
+    };
+    Some(Expr::binary(*op, a, b))
+}
+
 /// The conjuncts of `cond` (`a && b` is `a` and `b`), each a condition of its own: one that
-/// reads a loop variable is dropped at that loop while the others still count.
+/// reads a loop variable is weakened at that loop (`over_loop`) while the others still count.
 fn conjuncts(cond: &Expr) -> Vec<Expr> {
     match cond {
         Expr::Binary(BinOp::And, a, b) => [conjuncts(a), conjuncts(b)].concat(),
