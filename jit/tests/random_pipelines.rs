@@ -202,13 +202,54 @@ fn seeds(default: u64) -> Vec<u64> {
     }
 }
 
+/// Names a case that runs for more than `Watchdog::PATIENCE` (once), so a long run that hangs
+/// says on which seed instead of running silently until someone kills it.
+struct Watchdog {
+    running: std::sync::Arc<std::sync::Mutex<(u64, std::time::Instant)>>,
+}
+
+impl Watchdog {
+    const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
+    fn start() -> Watchdog {
+        let running = std::sync::Arc::new(std::sync::Mutex::new((0, std::time::Instant::now())));
+        let watched = std::sync::Arc::downgrade(&running);
+        std::thread::spawn(move || {
+            let mut reported = None;
+            while let Some(running) = watched.upgrade() {
+                let (seed, since) = *running.lock().unwrap_or_else(|e| e.into_inner());
+                drop(running);
+                if since.elapsed() > Self::PATIENCE && reported != Some(seed) {
+                    println!("seed {seed} still running after {:?}", Self::PATIENCE);
+                    reported = Some(seed);
+                }
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+        });
+        Watchdog { running }
+    }
+
+    fn now_running(&self, seed: u64) {
+        *self.running.lock().unwrap_or_else(|e| e.into_inner()) = (seed, std::time::Instant::now());
+    }
+}
+
 #[test]
 fn random_pipelines_agree_with_the_reference() {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     let mut verified: BTreeMap<&str, usize> = BTreeMap::new();
     let mut failures = Vec::new();
+    let watchdog = Watchdog::start();
     for seed in seeds(DEFAULT_CASES) {
-        let result = draw(seed).and_then(|case| match run_case(&case) {
+        watchdog.now_running(seed);
+        let result = draw(seed).and_then(|case| {
+            if env_u64("STRATA_SEED").is_some() {
+                // A replay shows its case first, in case it never ends.
+                println!("{case}");
+            }
+            Ok(case)
+        });
+        let result = result.and_then(|case| match run_case(&case) {
             Ok(outcome) => Ok((outcome, case.kernel.features)),
             Err(e) => Err(format!("{case}{e}")),
         });
