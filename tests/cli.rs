@@ -3,17 +3,8 @@
 
 use std::process::{Command, Output};
 
-fn strata(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the strata binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+mod common;
+use common::{strata, text};
 
 fn example_files() -> Vec<String> {
     let mut files: Vec<String> =

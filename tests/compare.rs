@@ -1,19 +1,8 @@
 //! `strata compare`: two schedules timed side by side, `best` from the tuning database, errors
 //! naming the side, the JSON form.
 
-use std::process::{Command, Output};
-
-fn strata(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the strata binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+mod common;
+use common::{strata, text};
 
 /// A fresh scratch directory for one test.
 fn scratch(test: &str) -> std::path::PathBuf {

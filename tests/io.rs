@@ -5,7 +5,6 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use strata::dsl::random::{agree, random_buffer};
 use strata::dsl::signature::BufferParam;
 use strata::dsl::Extent;
@@ -33,17 +32,8 @@ fn temp_dir(test: &str) -> PathBuf {
     dir
 }
 
-fn strata(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the strata binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+mod common;
+use common::{strata, text};
 
 fn example(name: &str) -> String {
     format!(
