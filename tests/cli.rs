@@ -772,3 +772,28 @@ fn llvm_runs_lowers_and_tunes() {
         "is not tuned with the cranelift backend; tuned only with: llvm",
     );
 }
+
+/// `lower` prints the scheduler's warnings on stderr and the loop nest on stdout: here a
+/// vectorized loop around another that runs serially.
+#[test]
+fn lower_warns_of_a_vectorized_loop_that_runs_serially() {
+    let schedule = "C: split(j, jo, ji, 4).split(jo, joo, joi, 2).vectorize(ji).vectorize(joi)";
+    let out = strata(&[
+        "lower",
+        "examples/kernels/matmul.strata",
+        "--stage",
+        "loops",
+        "--schedule",
+        schedule,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        "warning: `C: vectorize(joi)` runs as a serial loop: a loop inside it is vectorized already\n"
+    );
+    assert!(
+        text(&out.stdout).contains("for C.s0.joi"),
+        "{}",
+        text(&out.stdout)
+    );
+}

@@ -165,6 +165,33 @@ fn a_lane_dependent_predicate_keeps_an_update_loop_serial_and_says_so() {
     );
 }
 
+/// A triangular reduction inside the vectorized loop: its bounds differ by lane, so the body
+/// cannot be widened.
+#[test]
+fn a_loop_whose_inner_bounds_differ_by_lane_is_named_as_serial() {
+    let tri = parse_kernel(
+        "kernel tri(A: i32[N]) -> out: i32[N] {
+            out(i) = 0;
+            for (k in 0..i + 1) out(i) += A(k);
+        }",
+        "tri.strata",
+    )
+    .unwrap();
+    let found = serial_vectors_for(&tri, "out.update(0): split(i, io, ii, 4).vectorize(ii)");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        (found[0].0.as_str(), found[0].1),
+        ("out.s1.ii", SerialReason::BodyNotWidenable)
+    );
+    assert!(
+        found[0].2.starts_with(
+            "`out.update(0): vectorize(ii)` runs as a serial loop: its body cannot be widened"
+        ),
+        "{}",
+        found[0].2
+    );
+}
+
 #[test]
 fn loops_that_widen_give_no_serial_vector_warning() {
     for schedule in [
