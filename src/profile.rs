@@ -2,8 +2,11 @@
 //!
 //! A second copy of the kernel is compiled with profiling markers (`strata::jit::profile`)
 //! and run for the same minimum time as the measurement; the timed kernel itself carries no
-//! markers, so `run`'s figures are unaffected. Times are self times (a producer computed
-//! inside its consumer's loop is not counted in the consumer), summed over threads.
+//! markers, so `run`'s figures are unaffected. Times are per-thread self times (a producer
+//! computed inside its consumer's loop is not counted in the consumer; a parallel loop's
+//! iterations count for the function around the loop on the thread that ran them, and the
+//! thread waiting for the loop counts nothing), summed over threads. With one thread, shares
+//! are of the wall time; with several, of the thread time spent in all functions together.
 
 use crate::run::RunSettings;
 use std::time::{Duration, Instant};
@@ -15,7 +18,8 @@ pub struct Row {
     pub name: String,
     /// Self time per run.
     pub self_time: Duration,
-    /// Its share of the wall time of a run (thread time over wall time with several threads).
+    /// Its share of the wall time of a run (one thread) or of the thread time of all the
+    /// functions together (several threads, where thread time exceeds wall time).
     pub share: f64,
     pub calls_per_run: f64,
 }
@@ -67,11 +71,15 @@ pub fn profile(
     }
     let same_answer = strata::dsl::random::agree(&output, expected, 0.0).is_ok();
     let per_run = |d: u64| Duration::from_nanos(d / runs as u64);
+    let whole = match settings.threads {
+        1 => wall.as_nanos() as u64,
+        _ => totals.iter().map(|t| t.self_nanos).sum(),
+    };
     let rows = totals
         .into_iter()
         .map(|t| Row {
             self_time: per_run(t.self_nanos),
-            share: t.self_nanos as f64 / wall.as_nanos().max(1) as f64,
+            share: t.self_nanos as f64 / whole.max(1) as f64,
             calls_per_run: t.calls as f64 / runs as f64,
             name: t.name,
         })
@@ -102,7 +110,8 @@ pub fn table(p: &Profile, threads: usize) -> String {
         p.runs,
         p.wall.as_secs_f64() * 1e3,
         if threads > 1 {
-            "; times are summed over threads, shares of wall time can exceed 100%"
+            "; thread time: each function's time on every thread that ran it, summed; shares \
+             are of all the functions' thread time"
         } else {
             ""
         }

@@ -4,6 +4,7 @@
 
 use crate::backend::{self, Backend, MachineCode};
 use crate::codegen::{CodegenError, CodegenOptions};
+use crate::profile::ProfileState;
 use std::collections::BTreeMap;
 use strata_dsl::buffer::{BufferView, BufferViewMut, ViewArgs};
 use strata_dsl::signature::Binding;
@@ -92,19 +93,31 @@ impl CompiledKernel {
         output: &mut Buffer,
         threads: usize,
     ) -> Result<(), CallError> {
+        self.run_into_profiling(args, output, threads, std::ptr::null())
+    }
+
+    /// [`CompiledKernel::run_into`], counting into `profile` (null: not profiled).
+    fn run_into_profiling(
+        &self,
+        args: &Args,
+        output: &mut Buffer,
+        threads: usize,
+        profile: *const ProfileState,
+    ) -> Result<(), CallError> {
         let binding = self.signature.bind(args)?;
         let (dtype, len) = (output.dtype(), output.len());
         self.check_output(&binding.output_shape, dtype, output.shape(), len)?;
         let inputs = Inputs::Owned(&args.buffers);
         let out = output.as_mut_ptr();
-        self.call(inputs, &args.scalars, &binding.sizes, out, threads);
+        let call = Call { threads, profile };
+        self.call(inputs, &args.scalars, &binding.sizes, out, call);
         Ok(())
     }
 
     /// Runs the kernel as [`CompiledKernel::run_into`] does and returns each function's self
     /// time and `produce` count in this run (see `crate::profile`), or `None` (after running)
-    /// when it was compiled without `CodegenOptions::profile`. Profiled runs in one process
-    /// take turns.
+    /// when it was compiled without `CodegenOptions::profile`. Each run has its own counters,
+    /// so profiled runs in one process may overlap.
     pub fn run_profiled_into(
         &self,
         args: &Args,
@@ -114,8 +127,9 @@ impl CompiledKernel {
         let Some(functions) = &self.profile else {
             return self.run_into(args, output, threads).map(|()| None);
         };
-        let (result, times) =
-            crate::profile::profiled(functions, || self.run_into(args, output, threads));
+        let (result, times) = crate::profile::profiled(functions, |state| {
+            self.run_into_profiling(args, output, threads, state)
+        });
         result.map(|()| Some(times))
     }
 
@@ -138,7 +152,7 @@ impl CompiledKernel {
     ) -> Result<Buffer, CallError> {
         let mut output = Buffer::zeros(self.kernel.output.dtype, &binding.output_shape)?;
         let out = output.as_mut_ptr();
-        self.call(inputs, scalars, &binding.sizes, out, threads);
+        self.call(inputs, scalars, &binding.sizes, out, Call::plain(threads));
         Ok(output)
     }
 
@@ -156,7 +170,13 @@ impl CompiledKernel {
         self.check_output(&binding.output_shape, dtype, output.shape(), len)?;
         let inputs = Inputs::Views(&args.buffers);
         let out = output.as_mut_ptr();
-        self.call(inputs, &args.scalars, &binding.sizes, out, threads);
+        self.call(
+            inputs,
+            &args.scalars,
+            &binding.sizes,
+            out,
+            Call::plain(threads),
+        );
         Ok(())
     }
 
@@ -186,9 +206,9 @@ impl CompiledKernel {
         scalars: &BTreeMap<String, Value>,
         sizes: &Sizes,
         output: *mut u8,
-        threads: usize,
+        call: Call,
     ) {
-        let frame = self.frame(inputs, scalars, sizes, output, threads);
+        let frame = self.frame(inputs, scalars, sizes, output, call);
         // SAFETY: `Signature::bind` (or `bind_views`) checked every buffer against the
         // signature (types, shapes, real lengths, element counts within i32) and that each
         // covers every region the code reads, and the output has exactly the extents the code
@@ -196,14 +216,16 @@ impl CompiledKernel {
         unsafe { (self.entry)(frame.as_ptr()) };
     }
 
-    /// The frame `entry` reads: buffer pointers (inputs, output), sizes, parameter bits, threads.
+    /// The frame `entry` reads: buffer pointers (inputs, output), sizes, parameter bits, the
+    /// thread count and the profiling counters' address (read only by code compiled with
+    /// profiling).
     fn frame(
         &self,
         inputs: Inputs,
         scalars: &BTreeMap<String, Value>,
         sizes: &Sizes,
         output: *mut u8,
-        threads: usize,
+        call: Call,
     ) -> Vec<u64> {
         let mut frame = Vec::new();
         for input in &self.kernel.inputs {
@@ -217,8 +239,28 @@ impl CompiledKernel {
         for (name, _) in &self.kernel.params {
             frame.push(scalars.get(name).map_or(0, |v| scalar_bits(*v)));
         }
-        frame.push(threads.clamp(1, i32::MAX as usize) as u64);
+        frame.push(call.threads.clamp(1, i32::MAX as usize) as u64);
+        frame.push(call.profile as u64);
         frame
+    }
+}
+
+/// How one call runs, beyond its arguments.
+#[derive(Clone, Copy)]
+struct Call {
+    /// At most this many threads.
+    threads: usize,
+    /// The call's profiling counters, or null (`crate::profile`).
+    profile: *const ProfileState,
+}
+
+impl Call {
+    /// A call on up to `threads` threads, not profiled.
+    fn plain(threads: usize) -> Call {
+        Call {
+            threads,
+            profile: std::ptr::null(),
+        }
     }
 }
 

@@ -18,9 +18,12 @@
 use std::alloc::Layout;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
+use std::time::Instant;
 
 use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
+
+use crate::profile;
 
 /// The body of a parallel loop: `body(ctx, lo, hi)` runs the iterations `lo .. hi`.
 pub type ParallelBody = unsafe extern "C" fn(ctx: *const u8, lo: i32, hi: i32);
@@ -124,12 +127,18 @@ fn chunk_bounds(min: i64, extent: i64, chunks: i64, k: i64) -> (i64, i64) {
 /// and otherwise blocks the caller while the pool works (a worker of another pool keeps
 /// executing its own pool's jobs meanwhile); with rayon's work stealing a nested loop
 /// therefore never deadlocks, whatever pools the outer and inner loops use.
+///
+/// Under profiling, each chunk counts on the thread that runs it for the function whose
+/// `produce` block encloses the loop, and the loop's duration is excluded from that block
+/// on the calling thread (`crate::profile`: per-thread self time).
 fn run_parallel(task: Task, min: i64, extent: i64, threads: usize) {
     let Some(pool) = pool(threads) else {
         // SAFETY: as for strata_parallel_for.
         return unsafe { task.run(min, min + extent) };
     };
     let chunks = extent.min(CHUNKS_PER_THREAD * threads as i64).max(1);
+    let region = profile::parallel_region();
+    let started = Instant::now();
     pool.install(|| {
         (0..chunks as u32)
             .into_par_iter()
@@ -137,9 +146,12 @@ fn run_parallel(task: Task, min: i64, extent: i64, threads: usize) {
             .for_each(|k| {
                 let (lo, hi) = chunk_bounds(min, extent, chunks, i64::from(k));
                 // SAFETY: as for strata_parallel_for; chunks are disjoint.
-                unsafe { task.run(lo, hi) }
+                profile::in_region(region, || unsafe { task.run(lo, hi) })
             })
     });
+    if region.is_some() {
+        profile::exclude_wait(started.elapsed().as_nanos() as u64);
+    }
 }
 
 /// Runs `body(ctx, lo, hi)` over chunks that together cover `min .. min + extent`, each

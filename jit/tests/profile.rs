@@ -185,3 +185,46 @@ fn a_profiled_kernel_runs_plainly_too() {
     let out = k.run(&args, 1).unwrap();
     agree(&out, &evaluate(&blur, &args).unwrap(), 0.0).unwrap();
 }
+
+/// Profiled runs of one kernel on two threads at once, and plain runs of it on a third,
+/// each count exactly their own `produce` blocks: the counters belong to the call, not the
+/// process (they were process-wide: the plain runs' blocks, and the other profiled runs',
+/// were counted into whichever profiled run was in progress).
+#[test]
+fn overlapping_runs_count_only_their_own_blocks() {
+    let blur = example("blur3x3");
+    let (h, w) = (34, 40);
+    let mut rng = StdRng::seed_from_u64(3);
+    let args = random_args(&blur, &sizes(&[("H", h), ("W", w)]), &mut rng).unwrap();
+    let s = parse_schedule("bx: compute_at(out, y)").unwrap();
+    for backend in Backend::built() {
+        let k = compile(&blur, &s, backend, true);
+        let barrier = std::sync::Barrier::new(3);
+        let profiled_runs = || {
+            barrier.wait();
+            let mut out = k.run(&args, 1).unwrap();
+            for _ in 0..40 {
+                let times = k.run_profiled_into(&args, &mut out, 1).unwrap().unwrap();
+                let calls: Vec<(&str, u64)> =
+                    times.iter().map(|t| (t.name.as_str(), t.calls)).collect();
+                assert_eq!(calls, [("out", 1), ("bx", h as u64 - 2)], "{backend}");
+            }
+        };
+        let profiled_done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let plain = scope.spawn(|| {
+                barrier.wait();
+                while !profiled_done.load(std::sync::atomic::Ordering::Relaxed) {
+                    k.run(&args, 1).unwrap();
+                }
+            });
+            let a = scope.spawn(profiled_runs);
+            let b = scope.spawn(profiled_runs);
+            let (a, b) = (a.join(), b.join());
+            profiled_done.store(true, std::sync::atomic::Ordering::Relaxed);
+            plain.join().unwrap();
+            a.unwrap();
+            b.unwrap();
+        });
+    }
+}

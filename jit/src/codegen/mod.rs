@@ -296,13 +296,15 @@ impl Compiler<'_> {
     }
 }
 
-/// What is in scope while generating code: variables, buffers, parameters, the thread count.
+/// What is in scope while generating code: variables, buffers, parameters, the thread count
+/// and, in code compiled with profiling, the call's profiling counters (`crate::profile`).
 #[derive(Clone, Default)]
 pub(crate) struct Env {
     vars: Vec<(String, CVal, IrType)>,
     buffers: Vec<(String, Value)>,
     params: Vec<(String, Value, Dtype)>,
     threads: Option<Value>,
+    profile: Option<Value>,
     /// The inputs: value semantics means the kernel never writes them.
     read_only: Vec<String>,
     /// How many variables were in scope at the innermost `if` enclosing the code being
@@ -396,7 +398,8 @@ pub(crate) struct LoopInductions {
 }
 
 impl FnCodegen<'_, '_, '_> {
-    /// Binds buffers, sizes, parameters and the thread count from the entry's frame.
+    /// Binds buffers, sizes, parameters, the thread count and (with profiling) the profiling
+    /// counters' address from the entry's frame.
     fn load_frame(&mut self, frame: Value, kernel: &LoweredKernel) {
         let flags = expr::mem_flags();
         let ptr = self.comp.pointer();
@@ -422,6 +425,9 @@ impl FnCodegen<'_, '_, '_> {
             self.env.params.push((name.clone(), v, *dtype));
         }
         self.env.threads = Some(next(self, types::I32));
+        if self.comp.options.profile {
+            self.env.profile = Some(next(self, ptr));
+        }
     }
 
     /// A reference to a runtime function, imported once per function.

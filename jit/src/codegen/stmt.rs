@@ -379,13 +379,16 @@ impl FnCodegen<'_, '_, '_> {
     fn profiled(&mut self, func: &str, body: &Stmt) {
         let functions = crate::profile::produced_functions(&self.comp.kernel.body);
         let id = i64::from(crate::profile::id_of(&functions, func));
-        let enter = self.runtime_ref("strata_profile_enter", &[types::I32], &[]);
+        let ptr = self.comp.pointer();
+        let state = (self.env.profile)
+            .unwrap_or_else(|| panic!("strata bug: a profiled block without profiling counters"));
+        let enter = self.runtime_ref("strata_profile_enter", &[ptr, types::I32], &[]);
         let id_value = self.b.ins().iconst(types::I32, id);
-        self.b.ins().call(enter, &[id_value]);
+        self.b.ins().call(enter, &[state, id_value]);
         self.stmt(body);
-        let exit = self.runtime_ref("strata_profile_exit", &[types::I32], &[]);
+        let exit = self.runtime_ref("strata_profile_exit", &[ptr, types::I32], &[]);
         let id_value = self.b.ins().iconst(types::I32, id);
-        self.b.ins().call(exit, &[id_value]);
+        self.b.ins().call(exit, &[state, id_value]);
     }
 
     /// A parallel loop: the body becomes a function of `(ctx, lo, hi)`; everything in scope is
@@ -419,6 +422,7 @@ impl FnCodegen<'_, '_, '_> {
         values.extend(self.env.buffers.iter().map(|(_, p)| *p));
         values.extend(self.env.params.iter().map(|(_, p, _)| *p));
         values.extend(self.env.threads);
+        values.extend(self.env.profile);
         let bytes = (values.len().max(1) * 16) as u32;
         let slot = self.b.create_sized_stack_slot(StackSlotData::new(
             StackSlotKind::ExplicitSlot,
@@ -490,6 +494,7 @@ impl FnCodegen<'_, '_, '_> {
                 .map(|(_, p, _)| self.b.func.dfg.value_type(*p)),
         );
         out.extend(env.threads.iter().map(|p| self.b.func.dfg.value_type(*p)));
+        out.extend(env.profile.iter().map(|p| self.b.func.dfg.value_type(*p)));
         out
     }
 }
@@ -540,6 +545,9 @@ fn restore_scope(
     }
     if captured.threads.is_some() {
         env.threads = Some(load(cg));
+    }
+    if captured.profile.is_some() {
+        env.profile = Some(load(cg));
     }
     env
 }

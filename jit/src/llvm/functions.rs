@@ -75,24 +75,28 @@ pub struct Gen<'ctx> {
     pub profile: Option<Vec<String>>,
 }
 
-/// What is in scope while generating code: variables, buffers, parameters, the thread count.
+/// What is in scope while generating code: variables, buffers, parameters, the thread count
+/// and, in code compiled with profiling, the call's profiling counters (`crate::profile`).
 #[derive(Clone, Default)]
 pub struct Env<'ctx> {
     pub vars: Vec<(String, BasicValueEnum<'ctx>, IrType)>,
     pub buffers: Vec<(String, PointerValue<'ctx>)>,
     pub params: Vec<(String, BasicValueEnum<'ctx>, Dtype)>,
     pub threads: Option<IntValue<'ctx>>,
+    pub profile: Option<PointerValue<'ctx>>,
     /// The inputs: value semantics means the kernel never writes them.
     pub read_only: Vec<String>,
 }
 
 impl<'ctx> Env<'ctx> {
-    /// Every value in scope, in a fixed order: variables, buffers, parameters, threads.
+    /// Every value in scope, in a fixed order: variables, buffers, parameters, threads,
+    /// profiling counters.
     pub fn values(&self) -> Vec<BasicValueEnum<'ctx>> {
         let mut out: Vec<BasicValueEnum> = self.vars.iter().map(|(_, v, _)| *v).collect();
         out.extend(self.buffers.iter().map(|(_, p)| p.as_basic_value_enum()));
         out.extend(self.params.iter().map(|(_, v, _)| *v));
         out.extend(self.threads.map(|t| t.as_basic_value_enum()));
+        out.extend(self.profile.map(|p| p.as_basic_value_enum()));
         out
     }
 
@@ -115,7 +119,12 @@ impl<'ctx> Env<'ctx> {
         for ((name, _, dtype), v) in self.params.iter().zip(it.by_ref()) {
             env.params.push((name.clone(), v, *dtype));
         }
-        env.threads = it.next().map(int).transpose()?;
+        if self.threads.is_some() {
+            env.threads = it.next().map(int).transpose()?;
+        }
+        if self.profile.is_some() {
+            env.profile = it.next().map(pointer).transpose()?;
+        }
         Ok(env)
     }
 
@@ -350,6 +359,9 @@ impl<'ctx> FnGen<'_, 'ctx> {
             env.params.push((name.clone(), v, *dtype));
         }
         env.threads = Some(int(self.frame_slot(frame, &mut slot, i32_ty)?)?);
+        if self.g.profile.is_some() {
+            env.profile = Some(pointer(self.frame_slot(frame, &mut slot, ptr_ty)?)?);
+        }
         Ok(env)
     }
 

@@ -275,11 +275,14 @@ impl<'ctx> FnGen<'_, 'ctx> {
         let id = crate::profile::id_of(functions, func);
         let i32_ty = self.g.ctx.i32_type();
         let id = i32_ty.const_int(id as u32 as u64, true);
-        let enter = self.runtime("strata_profile_enter", &[i32_ty.into()], None);
-        self.b.build_call(enter, &[id.into()], "")?;
+        let state = (self.env.profile)
+            .ok_or_else(|| Fail::msg("a profiled block without profiling counters"))?;
+        let params = [self.ptr_type().into(), i32_ty.into()];
+        let enter = self.runtime("strata_profile_enter", &params, None);
+        self.b.build_call(enter, &[state.into(), id.into()], "")?;
         self.stmt(body)?;
-        let exit = self.runtime("strata_profile_exit", &[i32_ty.into()], None);
-        self.b.build_call(exit, &[id.into()], "")?;
+        let exit = self.runtime("strata_profile_exit", &params, None);
+        self.b.build_call(exit, &[state.into(), id.into()], "")?;
         Ok(())
     }
 
