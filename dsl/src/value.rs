@@ -325,14 +325,22 @@ impl Value {
         }
     }
 
-    /// `a < b ? a : b`.
+    /// The smaller of `a` and `b`. On floats, IEEE 754-2019 `minimum`: a NaN argument gives
+    /// NaN and `-0.0` is below `+0.0`, so `min` is commutative and associative on every value
+    /// and a `min` reduction's answer does not depend on the order a schedule folds it in.
     pub fn min(a: Value, b: Value) -> Result<Value, OpError> {
+        if let Some(v) = float_extreme(a, b, true) {
+            return Ok(v);
+        }
         let less = compare(BinOp::Lt, a, b).ok_or_else(|| op_error("min", &[a, b]))?;
         Ok(if less { a } else { b })
     }
 
-    /// `a > b ? a : b`.
+    /// The larger of `a` and `b`. On floats, IEEE 754-2019 `maximum` (see [`Value::min`]).
     pub fn max(a: Value, b: Value) -> Result<Value, OpError> {
+        if let Some(v) = float_extreme(a, b, false) {
+            return Ok(v);
+        }
         let greater = compare(BinOp::Gt, a, b).ok_or_else(|| op_error("max", &[a, b]))?;
         Ok(if greater { a } else { b })
     }
@@ -417,6 +425,28 @@ fn compare(op: BinOp, a: Value, b: Value) -> Option<bool> {
         BinOp::Le => zip_cmp!(a, b, |x, y| x <= y),
         BinOp::Gt => zip_cmp!(a, b, |x, y| x > y),
         BinOp::Ge => zip_cmp!(a, b, |x, y| x >= y),
+        _ => None,
+    }
+}
+
+/// IEEE 754-2019 `minimum` (`is_min`) or `maximum` of two floats of one type; `None` for
+/// anything else. The ordering is the usual one with `-0.0 < +0.0`, and NaN wins.
+fn float_extreme(a: Value, b: Value, is_min: bool) -> Option<Value> {
+    macro_rules! extreme {
+        ($x:expr, $y:expr, $t:ty) => {{
+            let (x, y): ($t, $t) = ($x, $y);
+            if x.is_nan() || y.is_nan() {
+                <$t>::NAN
+            } else if (x < y || (x == y && x.is_sign_negative())) == is_min {
+                x
+            } else {
+                y
+            }
+        }};
+    }
+    match (a, b) {
+        (Value::F32(x), Value::F32(y)) => Some(Value::F32(extreme!(x, y, f32))),
+        (Value::F64(x), Value::F64(y)) => Some(Value::F64(extreme!(x, y, f64))),
         _ => None,
     }
 }

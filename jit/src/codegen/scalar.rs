@@ -4,7 +4,7 @@
 
 use super::values::scalar_type;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Value};
+use cranelift_codegen::ir::{types, InstBuilder, Value};
 use cranelift_frontend::FunctionBuilder;
 use strata_dsl::{BinOp, Dtype};
 
@@ -120,26 +120,22 @@ fn unsigned_div_mod(b: &mut FunctionBuilder, op: BinOp, x: Value, y: Value, dtyp
     b.ins().select(is_zero, zero, result)
 }
 
-/// `a < b ? a : b` (`min`) or `a > b ? a : b` (`max`), on scalars or native vectors.
+/// The language's `min` or `max`, on scalars or native vectors: `a < b ? a : b` (`a > b ? a :
+/// b`) on integers and bools; on floats Cranelift's `fmin`/`fmax`, which are WebAssembly's
+/// (NaN wins, `-0.0 < +0.0`): IEEE 754-2019 `minimum`/`maximum`, as `strata_dsl::Value::min`.
 pub fn min_max(b: &mut FunctionBuilder, is_min: bool, x: Value, y: Value, dtype: Dtype) -> Value {
     let vector = b.func.dfg.value_type(x).is_vector();
-    match (vector, dtype.is_float(), dtype.is_signed_int(), is_min) {
-        (true, false, true, true) => b.ins().smin(x, y),
-        (true, false, true, false) => b.ins().smax(x, y),
-        (true, false, false, true) => b.ins().umin(x, y),
-        (true, false, false, false) => b.ins().umax(x, y),
-        _ => {
+    match (dtype.is_float(), vector, dtype.is_signed_int(), is_min) {
+        (true, _, _, true) => b.ins().fmin(x, y),
+        (true, _, _, false) => b.ins().fmax(x, y),
+        (false, true, true, true) => b.ins().smin(x, y),
+        (false, true, true, false) => b.ins().smax(x, y),
+        (false, true, false, true) => b.ins().umin(x, y),
+        (false, true, false, false) => b.ins().umax(x, y),
+        (false, false, ..) => {
             let op = if is_min { BinOp::Lt } else { BinOp::Gt };
             let pick_x = compare(b, op, x, y, dtype);
-            if vector {
-                // A float vector comparison gives an integer lane mask of all ones or zeros.
-                let ty = b.func.dfg.value_type(x);
-                let flags = MemFlagsData::new().with_endianness(Endianness::Little);
-                let mask = b.ins().bitcast(ty, flags, pick_x);
-                b.ins().bitselect(mask, x, y)
-            } else {
-                b.ins().select(pick_x, x, y)
-            }
+            b.ins().select(pick_x, x, y)
         }
     }
 }

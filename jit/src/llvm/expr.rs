@@ -406,7 +406,9 @@ impl<'ctx> FnGen<'_, 'ctx> {
         }
     }
 
-    /// `a < b ? a : b` (`min`) or `a > b ? a : b` (`max`), on scalars or vectors.
+    /// The language's `min` or `max`, on scalars or vectors: `a < b ? a : b` (`a > b ? a :
+    /// b`) on integers and bools; on floats `llvm.minimum`/`llvm.maximum`, IEEE 754-2019's
+    /// (NaN wins, `-0.0 < +0.0`), as `strata_dsl::Value::min`.
     fn min_max(
         &mut self,
         is_min: bool,
@@ -414,6 +416,14 @@ impl<'ctx> FnGen<'_, 'ctx> {
         y: V<'ctx>,
         dtype: Dtype,
     ) -> Result<V<'ctx>, Fail> {
+        if dtype.is_float() {
+            let name = if is_min {
+                "llvm.minimum"
+            } else {
+                "llvm.maximum"
+            };
+            return self.intrinsic(name, &[x.get_type()], &[x, y]);
+        }
         let op = if is_min { BinOp::Lt } else { BinOp::Gt };
         let pick_x = self.compare(op, x, y, dtype)?;
         self.select(pick_x, x, y)

@@ -1,7 +1,8 @@
-//! Rules for `min`, `max` and `clamp`, where `min(a, b) = a < b ? a : b` and
-//! `max(a, b) = a > b ? a : b`. For floats these are neither commutative nor associative
-//! (`min(0.0, -0.0)` is `-0.0` but `min(-0.0, 0.0)` is `0.0`; a NaN `a` gives `b`), so beyond
-//! folding and `min(x, x)` every rule here is for ints and bools only.
+//! Rules for `min`, `max` and `clamp`, where on ints and bools `min(a, b) = a < b ? a : b`
+//! and `max(a, b) = a > b ? a : b`, and on floats they are IEEE 754-2019 `minimum`/`maximum`
+//! (NaN wins, `-0.0 < +0.0`; `strata_dsl::Value::min`). Float `min`/`max` are commutative
+//! and associative too, but no rule needs that: beyond folding and `min(x, x)` every rule
+//! here is for ints and bools only.
 
 use super::{call, cst, is_float, konst, lanes, rule, same, Rule};
 use crate::ir::Expr;
@@ -88,7 +89,7 @@ fn fold(e: &Expr, _: &Scope) -> Option<Expr> {
     }
 }
 
-/// `x < x` is false, so `min(x, x)` returns its second argument: `x`, for every type.
+/// `min(x, x)` is `x` for every type (on floats a NaN `x` gives NaN: a NaN again).
 fn same_args(e: &Expr, _: &Scope) -> Option<Expr> {
     let (_, a, b) = min_max(e)?;
     same(a, b).then(|| a.clone())
