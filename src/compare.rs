@@ -10,7 +10,7 @@
 
 use crate::run::{self, RunSettings};
 use std::time::Duration;
-use strata::dsl::random::agree;
+use strata::dsl::random::agree_within;
 use strata::{Args, Buffer, CompiledKernel, Pipeline, Schedule, Sizes};
 
 /// How many rounds the time is split into.
@@ -101,7 +101,7 @@ pub fn compare(
         let (expected, _) = run::reference(pipeline, args)?;
         sides
             .each_ref()
-            .map(|s| agree(&s.output, &expected, run::FLOAT_TOLERANCE).err())
+            .map(|s| agree_within(&s.output, &expected, run::tolerance(pipeline)).err())
     } else {
         [None, None]
     };

@@ -795,8 +795,8 @@ fn report_text(
     let shape: Vec<String> = sizes.iter().map(|(n, v)| format!("{n}={v}")).collect();
     let answer = match m.correct {
         Some(true) => format!(
-            "answer: matches the reference (floats within {})",
-            run::FLOAT_TOLERANCE
+            "answer: matches the reference ({})",
+            run::tolerance_text(kernel)
         ),
         Some(false) => format!("answer: WRONG: {}", m.mismatch.as_deref().unwrap_or("")),
         None => "answer: not checked".to_string(),

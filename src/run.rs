@@ -6,13 +6,27 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use strata::dsl::random::{agree, random_args};
+use strata::dsl::random::{agree_within, random_args, Tolerance};
 use strata::dsl::InputKind;
 use strata::io::{Declared, FileInput};
 use strata::{Args, Buffer, CompiledKernel, Dtype, Pipeline, Schedule, Sizes, Value};
 
 /// The float tolerance answers are checked with (reassociation and fused multiply-adds).
 pub const FLOAT_TOLERANCE: f64 = 1e-4;
+
+/// How far `pipeline`'s answers may be from the reference's (`Tolerance` states the rule).
+pub fn tolerance(pipeline: &Pipeline) -> Tolerance {
+    Tolerance::for_kernel(pipeline, FLOAT_TOLERANCE)
+}
+
+/// The tolerance `pipeline`'s answers are checked with, in words.
+pub fn tolerance_text(pipeline: &Pipeline) -> String {
+    let integer_output = !pipeline.output.dtype.is_float() && pipeline.output.dtype != Dtype::Bool;
+    match tolerance(pipeline).integers_from_floats && integer_output {
+        true => format!("integers computed through floats within 1 + {FLOAT_TOLERANCE} x |value|"),
+        false => format!("floats within {FLOAT_TOLERANCE}"),
+    }
+}
 
 /// What `strata run` measured.
 pub struct Measurement {
@@ -319,7 +333,7 @@ type Check = (Option<bool>, Option<String>, Option<u64>);
 
 fn check(pipeline: &Pipeline, args: &Args, got: &Buffer) -> Result<Check, String> {
     let (expected, float_ops) = reference(pipeline, args)?;
-    let mismatch = agree(got, &expected, FLOAT_TOLERANCE).err();
+    let mismatch = agree_within(got, &expected, tolerance(pipeline)).err();
     Ok((Some(mismatch.is_none()), mismatch, Some(float_ops)))
 }
 

@@ -486,6 +486,26 @@ impl Func {
 }
 
 impl Pipeline {
+    /// Whether some definition computes with float arithmetic: an arithmetic operator, a math
+    /// function or a reduction on floats, or an update of a float function that combines
+    /// (`+=`, `-=`, `*=`). Such values may differ in their last bits between schedules and
+    /// rungs (reassociated sums, `a * b + c` fused into one multiply-add, vector `exp`), so an
+    /// integer made from one may differ by a unit ([`crate::random::Tolerance`]). Reads,
+    /// constants, casts and selects are exact.
+    pub fn computes_with_floats(&self) -> bool {
+        let mut found = false;
+        let mut visit = |e: &Expr| {
+            found |= e.dtype().is_float()
+                && matches!(e, Expr::Binary(..) | Expr::Intrinsic(..) | Expr::Reduce(_));
+        };
+        for func in &self.funcs {
+            func.for_each_expr(&mut visit);
+        }
+        let combines =
+            |f: &Func| f.dtype.is_float() && f.updates.iter().any(|u| u.op != UpdateOp::Assign);
+        found || self.funcs.iter().any(combines)
+    }
+
     /// The function called `name`, if there is one.
     pub fn func(&self, name: &str) -> Option<&Func> {
         self.funcs.iter().find(|f| f.name == name)

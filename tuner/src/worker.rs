@@ -19,7 +19,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
-use strata_dsl::random::{agree, random_args};
+use strata_dsl::random::{agree_within, random_args, Tolerance};
 use strata_dsl::{Buffer, Dtype, Pipeline, Sizes};
 
 /// The environment variable that turns a program into a worker, with `WORKER_ARG`.
@@ -239,7 +239,8 @@ impl WorkerState {
         if fault == Some("wrong") {
             corrupt(&mut got);
         }
-        if let Err(e) = agree(&got, &self.expected, self.setup.tolerance) {
+        let tolerance = Tolerance::for_kernel(&self.pipeline, self.setup.tolerance);
+        if let Err(e) = agree_within(&got, &self.expected, tolerance) {
             return Outcome::WrongAnswer(e);
         }
         self.time(&kernel, &mut got, request.cutoff_s, compile_s)
