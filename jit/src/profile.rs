@@ -186,12 +186,20 @@ pub(crate) struct ParallelRegion {
 unsafe impl Send for ParallelRegion {}
 unsafe impl Sync for ParallelRegion {}
 
-/// This thread's innermost open block, as a region for a parallel loop started in it.
-pub(crate) fn parallel_region() -> Option<ParallelRegion> {
+/// The region of a parallel loop that a call counting into `state` (null: not profiled)
+/// starts on this thread: this thread's innermost open block, if it is that call's. (It may
+/// be another call's: a pool thread running this call's loop inside a chunk it took from a
+/// loop of a profiled call while waiting. Then the loop is outside this call's blocks.)
+pub(crate) fn parallel_region(state: *const ProfileState) -> Option<ParallelRegion> {
+    if state.is_null() {
+        return None;
+    }
     OPEN.try_with(|open| {
-        (open.borrow().last()).map(|f| ParallelRegion {
-            state: f.state,
-            id: f.id,
+        let open = open.borrow();
+        let frame = open.last().filter(|f| f.state == state)?;
+        Some(ParallelRegion {
+            state,
+            id: frame.id,
         })
     })
     .ok()
@@ -259,7 +267,7 @@ mod tests {
         let ((), times) = profiled(&functions, |state| {
             strata_profile_enter(state, 0);
             // SAFETY: the body only reads the state, which outlives the loop.
-            unsafe { strata_parallel_for(napping_body, state as *const u8, 0, 8, 2) };
+            unsafe { strata_parallel_for(napping_body, state as *const u8, 0, 8, 2, state) };
             strata_profile_exit(state, 0);
         });
         let (f0, f1) = (&times[0], &times[1]);
@@ -269,6 +277,31 @@ mod tests {
         // Function 0 did nothing but start the loop; the loop took at least four naps of
         // wall time. A generous margin: only the bookkeeping around the naps counts.
         assert!(f0.self_nanos < 2 * NAP.as_nanos() as u64, "{times:?}");
+    }
+
+    /// A parallel loop body that only sleeps.
+    unsafe extern "C" fn napping_chunk(_ctx: *const u8, _lo: i32, _hi: i32) {
+        std::thread::sleep(NAP);
+    }
+
+    /// An unprofiled call's parallel loop started inside a profiled call's block (a pool
+    /// thread running another kernel's code) is not counted for that block's function: the
+    /// loop's chunks belong to no profiled call.
+    #[test]
+    fn another_calls_parallel_loop_is_not_counted() {
+        let functions = vec!["f0".to_string()];
+        let ((), times) = profiled(&functions, |state| {
+            strata_profile_enter(state, 0);
+            // SAFETY: the body reads nothing. Three threads: a pool no other test here uses,
+            // so nothing else queues on it.
+            unsafe {
+                strata_parallel_for(napping_chunk, std::ptr::null(), 0, 8, 3, std::ptr::null())
+            };
+            strata_profile_exit(state, 0);
+        });
+        // The block waited about three naps (eight on three threads); counting the chunks on
+        // their threads would give it eight or more.
+        assert!(times[0].self_nanos < 6 * NAP.as_nanos() as u64, "{times:?}");
     }
 
     /// Two profiled calls at once on two threads, and unprofiled markers (a null state) on a

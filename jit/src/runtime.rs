@@ -23,7 +23,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
 
-use crate::profile;
+use crate::profile::{self, ProfileState};
 
 /// The body of a parallel loop: `body(ctx, lo, hi)` runs the iterations `lo .. hi`.
 pub type ParallelBody = unsafe extern "C" fn(ctx: *const u8, lo: i32, hi: i32);
@@ -131,13 +131,13 @@ fn chunk_bounds(min: i64, extent: i64, chunks: i64, k: i64) -> (i64, i64) {
 /// Under profiling, each chunk counts on the thread that runs it for the function whose
 /// `produce` block encloses the loop, and the loop's duration is excluded from that block
 /// on the calling thread (`crate::profile`: per-thread self time).
-fn run_parallel(task: Task, min: i64, extent: i64, threads: usize) {
+fn run_parallel(task: Task, min: i64, extent: i64, threads: usize, state: *const ProfileState) {
     let Some(pool) = pool(threads) else {
         // SAFETY: as for strata_parallel_for.
         return unsafe { task.run(min, min + extent) };
     };
     let chunks = extent.min(CHUNKS_PER_THREAD * threads as i64).max(1);
-    let region = profile::parallel_region();
+    let region = profile::parallel_region(state);
     let started = Instant::now();
     pool.install(|| {
         (0..chunks as u32)
@@ -167,15 +167,21 @@ fn run_parallel(task: Task, min: i64, extent: i64, threads: usize) {
 /// Nested calls (from inside a `body`) work and do not deadlock. Aborts the process with
 /// a message if `min + extent` overflows i32 or anything in the runtime panics.
 ///
+/// `profile` is the kernel call's profiling counters (null when the call is not profiled):
+/// the chunks then count for the function whose `produce` block of this call encloses the
+/// loop (`crate::profile`).
+///
 /// # Safety
 /// `body` must be safe to call with `ctx` on disjoint ranges concurrently from several
-/// threads, and `ctx` must stay valid until this function returns.
+/// threads, and `ctx` (and `profile`, if not null) must stay valid until this function
+/// returns.
 pub unsafe extern "C" fn strata_parallel_for(
     body: ParallelBody,
     ctx: *const u8,
     min: i32,
     extent: i32,
     threads: i32,
+    profile: *const ProfileState,
 ) {
     if extent <= 0 {
         return;
@@ -193,7 +199,7 @@ pub unsafe extern "C" fn strata_parallel_for(
     }
     let threads = (threads as usize).min(MAX_THREADS);
     no_unwind("strata_parallel_for", || {
-        run_parallel(task, min, extent, threads)
+        run_parallel(task, min, extent, threads, profile)
     });
 }
 

@@ -41,7 +41,16 @@ unsafe extern "C" fn count_body(ctx: *const u8, lo: i32, hi: i32) {
 /// Runs a coverage loop and checks every index ran exactly once in sensible chunks.
 fn check_coverage(min: i32, extent: i32, threads: i32) {
     let cov = Coverage::new(min, extent);
-    unsafe { strata_parallel_for(count_body, cov.ctx(), min, extent, threads) };
+    unsafe {
+        strata_parallel_for(
+            count_body,
+            cov.ctx(),
+            min,
+            extent,
+            threads,
+            std::ptr::null(),
+        )
+    };
     let what = format!("min {min} extent {extent} threads {threads}");
     for (i, c) in cov.counts.iter().enumerate() {
         assert_eq!(
@@ -125,6 +134,7 @@ fn results_do_not_depend_on_thread_count() {
                 0,
                 5003,
                 threads,
+                std::ptr::null(),
             )
         };
         out.0
@@ -166,7 +176,16 @@ unsafe extern "C" fn outer_body(ctx: *const u8, lo: i32, hi: i32) {
     for i in lo..hi {
         let row = Row { nest, row: i };
         let ctx = &row as *const Row as *const u8;
-        unsafe { strata_parallel_for(inner_body, ctx, 0, nest.cols, nest.inner_threads) };
+        unsafe {
+            strata_parallel_for(
+                inner_body,
+                ctx,
+                0,
+                nest.cols,
+                nest.inner_threads,
+                std::ptr::null(),
+            )
+        };
     }
 }
 
@@ -180,7 +199,16 @@ fn check_nested(rows: i32, cols: i32, outer_threads: i32, inner_threads: i32) {
         counts,
     };
     let ctx = &nest as *const Nest as *const u8;
-    unsafe { strata_parallel_for(outer_body, ctx, 0, nest.rows, nest.outer_threads) };
+    unsafe {
+        strata_parallel_for(
+            outer_body,
+            ctx,
+            0,
+            nest.rows,
+            nest.outer_threads,
+            std::ptr::null(),
+        )
+    };
     assert!(
         nest.counts.iter().all(|c| c.load(Ordering::Relaxed) == 1),
         "nested {rows}x{cols} outer {outer_threads} inner {inner_threads}"
@@ -208,7 +236,7 @@ unsafe extern "C" fn three_level_body(ctx: *const u8, lo: i32, hi: i32) {
 fn three_level_nesting_does_not_deadlock() {
     for threads in [2, 3, 5] {
         let ctx = &threads as *const i32 as *const u8;
-        unsafe { strata_parallel_for(three_level_body, ctx, 0, 24, threads) };
+        unsafe { strata_parallel_for(three_level_body, ctx, 0, 24, threads, std::ptr::null()) };
     }
 }
 
@@ -217,11 +245,11 @@ unsafe extern "C" fn noop_body(_: *const u8, _: i32, _: i32) {}
 #[test]
 fn many_small_calls_are_cheap() {
     // Warm up the pool, then time many calls: they must not spawn threads.
-    unsafe { strata_parallel_for(noop_body, std::ptr::null(), 0, 64, 4) };
+    unsafe { strata_parallel_for(noop_body, std::ptr::null(), 0, 64, 4, std::ptr::null()) };
     let start = std::time::Instant::now();
     let calls = 20_000;
     for _ in 0..calls {
-        unsafe { strata_parallel_for(noop_body, std::ptr::null(), 0, 64, 4) };
+        unsafe { strata_parallel_for(noop_body, std::ptr::null(), 0, 64, 4, std::ptr::null()) };
     }
     let per_call = start.elapsed() / calls;
     eprintln!("strata_parallel_for(extent 64, 4 threads): {per_call:?} per call");

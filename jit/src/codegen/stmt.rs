@@ -407,9 +407,12 @@ impl FnCodegen<'_, '_, '_> {
             .env
             .threads
             .unwrap_or_else(|| self.b.ins().iconst(types::I32, 1));
-        let params = [ptr_ty, ptr_ty, types::I32, types::I32, types::I32];
+        let profile = (self.env.profile).unwrap_or_else(|| self.b.ins().iconst(ptr_ty, 0));
+        let params = [ptr_ty, ptr_ty, types::I32, types::I32, types::I32, ptr_ty];
         let run = self.runtime_ref("strata_parallel_for", &params, &[]);
-        self.b.ins().call(run, &[body_addr, ctx, lo, n, threads]);
+        self.b
+            .ins()
+            .call(run, &[body_addr, ctx, lo, n, threads, profile]);
     }
 
     /// Stores every value in scope in a stack slot, 16 bytes per Cranelift value; returns its

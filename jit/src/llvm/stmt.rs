@@ -311,18 +311,20 @@ impl<'ctx> FnGen<'_, 'ctx> {
         let i32_ty: BasicTypeEnum = self.g.ctx.i32_type().into();
         let run = self.runtime(
             "strata_parallel_for",
-            &[ptr_ty, ptr_ty, i32_ty, i32_ty, i32_ty],
+            &[ptr_ty, ptr_ty, i32_ty, i32_ty, i32_ty, ptr_ty],
             None,
         );
         let threads = captured
             .threads
             .unwrap_or_else(|| self.g.ctx.i32_type().const_int(1, false));
-        let args: [BasicMetadataValueEnum; 5] = [
+        let profile = (captured.profile).unwrap_or_else(|| self.ptr_type().const_null());
+        let args: [BasicMetadataValueEnum; 6] = [
             body_fn.as_global_value().as_pointer_value().into(),
             ctx.into(),
             lo.into(),
             n.into(),
             threads.into(),
+            profile.into(),
         ];
         self.b.build_call(run, &args, "")?;
         Ok(())
