@@ -674,3 +674,152 @@ fn damaged_files_are_errors_not_panics() {
         }
     }
 }
+
+/// A `.npy` file whose header is `dict` (padded as numpy pads it), then `data`.
+fn npy_with_header(dict: &str, data: &[u8]) -> Vec<u8> {
+    let mut dict = dict.to_string();
+    while (10 + dict.len() + 1) % 64 != 0 {
+        dict.push(' ');
+    }
+    dict.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((dict.len() as u16).to_le_bytes());
+    bytes.extend(dict.as_bytes());
+    bytes.extend(data);
+    bytes
+}
+
+/// Reading `bytes` as an f32 vector `A` fails; the message.
+fn npy_refusal(dir: &Path, name: &str, bytes: &[u8]) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    let err = strata::io::read(&path, &declared("A", Dtype::F32, 1)).unwrap_err();
+    err.to_string()
+}
+
+/// The 144-byte file of issue 19: brackets nested 25 deep in an extra key took `npyz`'s
+/// backtracking parser minutes (twice as long per level). Refused at once, saying why.
+#[test]
+fn a_deeply_nested_npy_header_is_refused_at_once() {
+    let dir = temp_dir("npy-nested");
+    let nested = format!("{}{}", "[".repeat(25), "]".repeat(25));
+    let dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': {nested}}}");
+    let bytes = npy_with_header(&dict, &[0; 4]);
+    assert_eq!(bytes.len(), 132);
+    let start = std::time::Instant::now();
+    let err = npy_refusal(&dir, "nested.npy", &bytes);
+    assert!(
+        err.contains("nests brackets deeper than 16 levels"),
+        "{err}"
+    );
+    assert!(start.elapsed().as_secs() < 5, "took {:?}", start.elapsed());
+}
+
+/// numpy writes (and reads) exactly 'descr', 'fortran_order' and 'shape'.
+#[test]
+fn an_npy_header_has_numpys_three_keys() {
+    let dir = temp_dir("npy-keys");
+    let extra = "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}";
+    let err = npy_refusal(&dir, "extra.npy", &npy_with_header(extra, &[0; 4]));
+    assert!(err.ends_with("its .npy header has the key `x`; numpy writes (and reads) only 'descr', 'fortran_order' and 'shape'"), "{err}");
+    let missing = "{'descr': '<f4', 'shape': (1,)}";
+    let err = npy_refusal(&dir, "missing.npy", &npy_with_header(missing, &[0; 4]));
+    assert!(
+        err.ends_with("its .npy header lacks the key 'fortran_order'"),
+        "{err}"
+    );
+    let twice = "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'shape': (1,)}";
+    let err = npy_refusal(&dir, "twice.npy", &npy_with_header(twice, &[0; 4]));
+    assert!(
+        err.ends_with("its .npy header gives the key 'shape' twice"),
+        "{err}"
+    );
+}
+
+/// A header past numpy's 10 000 bytes is refused by its length, and a syntax error quotes a
+/// few words of the header, not all of it (a 10 MB header was printed twice).
+#[test]
+fn npy_header_errors_quote_little_of_the_header() {
+    let dir = temp_dir("npy-long");
+    let mut bytes = b"\x93NUMPY\x02\x00".to_vec();
+    let long = format!("{{'descr': '<f4', {}}}\n", "x".repeat(10 << 20));
+    bytes.extend((long.len() as u32).to_le_bytes());
+    bytes.extend(long.as_bytes());
+    let err = npy_refusal(&dir, "long.npy", &bytes);
+    assert!(
+        err.ends_with(&format!(
+            "its .npy header is {} bytes long; strata reads headers of at most 10000 bytes, as numpy does by default",
+            long.len()
+        )),
+        "{}",
+        &err[..err.len().min(300)]
+    );
+    let garbage = format!("{{'descr': '<f4', {}}}", "x".repeat(9000));
+    let err = npy_refusal(&dir, "garbage.npy", &npy_with_header(&garbage, &[]));
+    assert!(err.len() < 400, "{} bytes: {}", err.len(), &err[..300]);
+    assert!(
+        err.contains("at byte 17, expected a string, a number, True, False, ( or [, found `xxxx"),
+        "{err}"
+    );
+}
+
+/// '=f4' (native order, which numpy accepts) is the host's order.
+#[test]
+fn a_native_order_npy_reads_in_the_hosts_order() {
+    let dir = temp_dir("npy-native");
+    let data: Vec<u8> = [1.5f32, -2.0]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
+    let dict = "{'descr': '=f4', 'fortran_order': False, 'shape': (2,), }";
+    let path = dir.join("native.npy");
+    std::fs::write(&path, npy_with_header(dict, &data)).unwrap();
+    let b = strata::io::read(&path, &declared("A", Dtype::F32, 1)).unwrap();
+    assert_eq!(b.as_slice::<f32>().unwrap(), &[1.5, -2.0]);
+}
+
+/// A header claiming more elements than the file holds says both counts.
+#[test]
+fn a_short_npy_says_how_many_elements_it_holds_and_declares() {
+    let dir = temp_dir("npy-short-data");
+    let dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (10,), }";
+    let err = npy_refusal(&dir, "short.npy", &npy_with_header(dict, &[0; 13]));
+    assert!(
+        err.ends_with(
+            "its .npy header declares shape [10] (10 elements of 4 bytes), but the file holds 13 bytes of data (3 elements)"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_empty_png_output_says_a_png_cannot_be_empty() {
+    let dir = temp_dir("png-empty");
+    let empty = Buffer::from_vec(&[0, 3], Vec::<u8>::new()).unwrap();
+    let err = strata::io::write(&dir.join("empty.png"), &empty, "output `Y`").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "output `Y` is u8[0, 3]: a PNG cannot be empty (its height and width must be at least 1); write a .npy file instead"
+    );
+}
+
+/// A write the disk refuses is an error for PNG as for `.npy` (the image crate's buffered
+/// writer dropped its error: "written", exit 0, a truncated file).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failed_write_is_an_error_in_every_format() {
+    let dir = temp_dir("dev-full");
+    let image = Buffer::from_vec(&[64, 64], vec![7u8; 64 * 64]).unwrap();
+    for name in ["full.png", "full.npy"] {
+        let link = dir.join(name);
+        std::os::unix::fs::symlink("/dev/full", &link).unwrap();
+        let err = strata::io::write(&link, &image, "output `Y`").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "cannot write output `Y` to {}: No space left on device (os error 28)",
+                link.display()
+            )
+        );
+    }
+}
