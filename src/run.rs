@@ -4,7 +4,7 @@
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use strata::dsl::random::{agree, random_args};
 use strata::dsl::InputKind;
@@ -62,13 +62,16 @@ pub struct RunData {
     pub inputs: Vec<String>,
     pub outputs: Vec<String>,
     pub params: Vec<String>,
+    /// The tuning database the command was given, which no output may overwrite.
+    pub db: Option<PathBuf>,
 }
 
 /// The sizes and arguments of a run, checked before anything is compiled: inputs named by
 /// `--input` are read from their files (their element type and rank must be the kernel's),
 /// the sizes are inferred from them and `shape` (which must agree), every other input is
 /// seeded random, scalars come from `--param` or are seeded random, and every `--output` file
-/// can hold the output. Returns the output files too.
+/// can hold the output and be created, and is neither an input nor the tuning database.
+/// Returns the output files too.
 pub fn prepare(
     pipeline: &Pipeline,
     shape: &Sizes,
@@ -107,7 +110,10 @@ pub fn prepare(
         let (name, value) = parse_param(pipeline, text)?;
         args.scalars.insert(name, value);
     }
-    let outputs = output_files(pipeline, &signature, &sizes, &data.outputs)?;
+    let outputs = output_files(pipeline, &signature, &sizes, data)?;
+    for path in &outputs {
+        refuse_overwriting(path, &data.inputs, data.db.as_deref())?;
+    }
     Ok((sizes, args, outputs))
 }
 
@@ -204,8 +210,9 @@ fn output_files(
     pipeline: &Pipeline,
     signature: &strata::dsl::Signature<strata::dsl::Expr>,
     sizes: &Sizes,
-    outputs: &[String],
+    data: &RunData,
 ) -> Result<Vec<PathBuf>, String> {
+    let outputs = &data.outputs;
     if outputs.is_empty() {
         return Ok(Vec::new());
     }
@@ -221,6 +228,33 @@ fn output_files(
         files.push(path);
     }
     Ok(files)
+}
+
+/// Refuses an output file that is one of the `--input` files or the tuning database `db` (or
+/// one of its files), under any name: writing it would destroy what the run reads or what
+/// tuning measured.
+fn refuse_overwriting(output: &Path, inputs: &[String], db: Option<&Path>) -> Result<(), String> {
+    // `inputs` were checked to be `NAME=FILE` when they were read.
+    for (name, input) in inputs.iter().filter_map(|i| i.split_once('=')) {
+        if strata::tuning_db::is_same_file(output, Path::new(input)) {
+            return Err(format!(
+                "error: refusing to write {}: it is the file of input `{}` ({input}); write the \
+                 output to another file",
+                output.display(),
+                name.trim()
+            ));
+        }
+    }
+    match db {
+        Some(db) if strata::tuning_db::is_file_of_database(db, output) => {
+            let refusal = strata::tuning_db::DbError::OutputIsDatabase {
+                path: db.to_path_buf(),
+                output: output.to_path_buf(),
+            };
+            Err(format!("error: {refusal}"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// `--output PATH` or `--output NAME=PATH`: a text before `=` that is a name must be the

@@ -823,3 +823,144 @@ fn a_failed_write_is_an_error_in_every_format() {
         );
     }
 }
+
+/// `brighten`'s arguments with `image` read from `input` and the output written to `output`.
+fn brighten_args(input: &Path, output: &str) -> Vec<String> {
+    let input = format!("image={}", input.display());
+    [
+        "--input", &input, "--output", output, "--param", "gain=2", "--param", "offset=1",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// An output that is an input's file, under any of its names, is refused before anything is
+/// written (it destroyed the input).
+#[cfg(unix)]
+#[test]
+fn run_never_writes_over_an_input() {
+    let dir = temp_dir("run-output-is-input");
+    let x = dir.join("x.npy");
+    write_npy(&x, &Buffer::from_vec(&[2, 3], vec![9u8; 6]).unwrap());
+    let before = std::fs::read(&x).unwrap();
+    let link = dir.join("link.npy");
+    std::os::unix::fs::symlink(&x, &link).unwrap();
+    let dotted = format!("{}/./x.npy", dir.display());
+    let brighten = example("brighten");
+    for output in [x.display().to_string(), dotted, link.display().to_string()] {
+        let args = brighten_args(&x, &output);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(
+            &brighten,
+            &args,
+            &format!(
+                "error: refusing to write {output}: it is the file of input `image` ({}); write \
+                 the output to another file",
+                x.display()
+            ),
+        );
+    }
+    assert_eq!(std::fs::read(&x).unwrap(), before);
+}
+
+/// An output that is the tuning database, by name or through a link, is refused as `db export`
+/// refuses it (it lost 8 measurements).
+#[cfg(unix)]
+#[test]
+fn run_never_writes_over_the_tuning_database() {
+    let dir = temp_dir("run-output-is-db");
+    let x = dir.join("x.npy");
+    write_npy(&x, &Buffer::from_vec(&[2, 3], vec![9u8; 6]).unwrap());
+    let brighten = example("brighten");
+    let named_npy = dir.join("tuning.npy");
+    let db = dir.join("strata.db");
+    let link = dir.join("link.npy");
+    std::os::unix::fs::symlink(&db, &link).unwrap();
+    for (db, output) in [(&named_npy, &named_npy), (&db, &link)] {
+        strata::tuning_db::Db::open(db).unwrap();
+        let before = std::fs::read(db).unwrap();
+        let mut args = brighten_args(&x, &output.display().to_string());
+        args.extend(["--db".to_string(), db.display().to_string()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(
+            &brighten,
+            &args,
+            &format!(
+                "error: refusing to write {}: it is the tuning database {} or one of its files",
+                output.display(),
+                db.display()
+            ),
+        );
+        assert_eq!(std::fs::read(db).unwrap(), before);
+    }
+}
+
+/// An output that cannot be created is refused before the kernel is compiled (it was found
+/// after the whole run): here the schedule's error would come first otherwise.
+#[test]
+fn run_refuses_an_output_it_cannot_create_before_compiling() {
+    let dir = temp_dir("run-output-dir");
+    let output = dir.join("missing").join("c.npy");
+    refused(
+        &example("matmul"),
+        &[
+            "--shape",
+            "M=2,N=2,K=2",
+            "--output",
+            output.to_str().unwrap(),
+            "--schedule",
+            "C: vectorize(nowhere, 4)",
+        ],
+        &format!(
+            "error: cannot write output `C` to {}: cannot create a file in {}: No such file or \
+             directory",
+            output.display(),
+            dir.join("missing").display()
+        ),
+    );
+}
+
+/// A write that fails halfway (a file size limit) is an error and leaves the file that was
+/// there (it truncated it first), and no temporary file.
+#[cfg(unix)]
+#[test]
+fn a_failed_output_write_keeps_the_old_file() {
+    let dir = temp_dir("run-output-ulimit");
+    let output = dir.join("c.npy");
+    write_npy(
+        &output,
+        &Buffer::from_vec(&[2, 2], vec![1.0f32; 4]).unwrap(),
+    );
+    let before = std::fs::read(&output).unwrap();
+    let matmul = example("matmul");
+    // 4 blocks of at most 1 KiB, ignoring SIGXFSZ so the write fails with EFBIG instead.
+    let out = std::process::Command::new("sh")
+        .args(["-c", "trap '' XFSZ; ulimit -f 4; exec \"$@\"", "sh"])
+        .arg(env!("CARGO_BIN_EXE_strata"))
+        .args([
+            "run",
+            &matmul,
+            "--shape",
+            "M=64,N=64,K=2",
+            "--min-time",
+            "0",
+        ])
+        .args(["--output", output.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    assert!(
+        stderr.contains(&format!(
+            "error: cannot write output `C` to {}: File too large",
+            output.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&output).unwrap(), before);
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["c.npy"]);
+}
