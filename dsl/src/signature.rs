@@ -272,29 +272,34 @@ impl<E: SizeExpr> Signature<E> {
         &self,
         sizes: &Sizes,
     ) -> Result<(Vec<(String, Vec<usize>)>, Vec<usize>), CallError> {
+        self.check_sizes(sizes)?;
+        // Past `check_sizes`, only a size left unbound is an error here.
+        for bound in &self.domain_bounds {
+            eval(bound, sizes, "the reduction domain bound")?;
+        }
+        let inputs = (self.inputs.iter())
+            .map(|input| Ok((input.name.clone(), input_shape(input, sizes)?)))
+            .collect::<Result<_, CallError>>()?;
+        Ok((inputs, self.output_shape(sizes)?))
+    }
+
+    /// The one check of sizes given by hand, before anything uses them: every size, and every
+    /// reduction domain bound, input shape and output shape the sizes determine, within the
+    /// limits `bind` enforces. Sizes may be left unbound (`strata lower --shape` fixes some),
+    /// and what needs them is not checked. [`Signature::shapes_for`] (`random_args`, hence
+    /// `strata run`, `compare` and the tuner) and lowering for fixed sizes (`strata lower`,
+    /// `compile`) both refuse through here.
+    pub fn check_sizes(&self, sizes: &Sizes) -> Result<(), CallError> {
         for (size, &value) in sizes {
             check_size_value(size, value)?;
         }
         for bound in &self.domain_bounds {
-            eval(bound, sizes, "the reduction domain bound")?;
+            unless_unbound(eval(bound, sizes, "the reduction domain bound"))?;
         }
-        let mut inputs = Vec::new();
         for input in &self.inputs {
-            let shape = input
-                .shape
-                .iter()
-                .map(|e| match e {
-                    Extent::Const(c) => Ok(*c),
-                    Extent::Size(s) => sizes
-                        .get(s)
-                        .copied()
-                        .ok_or_else(|| CallError::UnboundSize(s.clone())),
-                })
-                .collect::<Result<Vec<i64>, CallError>>()?;
-            let shape = checked_shape(&format!("input `{}`", input.name), &shape)?;
-            inputs.push((input.name.clone(), shape));
+            unless_unbound(input_shape(input, sizes))?;
         }
-        Ok((inputs, self.output_shape(sizes)?))
+        unless_unbound(self.output_shape(sizes))
     }
 
     fn check_names<B>(
@@ -438,6 +443,31 @@ fn eval<E: SizeExpr>(e: &E, sizes: &Sizes, what: &str) -> Result<i64, CallError>
             expr: e.to_string(),
             reason,
         })
+}
+
+/// An input's shape for `sizes`, within the limits.
+fn input_shape(input: &BufferParam, sizes: &Sizes) -> Result<Vec<usize>, CallError> {
+    let extents = (input.shape.iter())
+        .map(|e| match e {
+            Extent::Const(c) => Ok(*c),
+            Extent::Size(s) => {
+                (sizes.get(s).copied()).ok_or_else(|| CallError::UnboundSize(s.clone()))
+            }
+        })
+        .collect::<Result<Vec<i64>, CallError>>()?;
+    checked_shape(&format!("input `{}`", input.name), &extents)
+}
+
+/// `result`'s error, unless it is only that a size is unbound.
+fn unless_unbound<T>(result: Result<T, CallError>) -> Result<(), CallError> {
+    match result {
+        Err(CallError::UnboundSize(_)) => Ok(()),
+        Err(CallError::SizeExprFailed {
+            reason: SizeExprError::Unbound(_),
+            ..
+        }) => Ok(()),
+        other => other.map(|_| ()),
+    }
 }
 
 fn check_size_value(size: &str, value: i64) -> Result<(), CallError> {

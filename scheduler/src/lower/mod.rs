@@ -50,6 +50,10 @@ pub enum LowerError {
         /// The kernel's sizes.
         sizes: Vec<String>,
     },
+    /// Sizes fixed in advance that make a buffer, an output extent or a reduction domain
+    /// bound break the call boundary's limits (`Signature::check_sizes`, as a call would).
+    #[error(transparent)]
+    Sizes(#[from] strata_dsl::signature::CallError),
     /// A size fixed in advance outside 0..=`MAX_EXTENT`.
     #[error("size `{name}` is {value}; a size fixed in advance must be 0 to {MAX_EXTENT}")]
     SizeOutOfRange {
@@ -253,6 +257,8 @@ fn bind_sizes_here(kernel: &LoweredKernel, sizes: &Sizes) -> Result<LoweredKerne
             }
         }
     }
+    // Refused as a call with these sizes would be (an input past the element limit).
+    kernel.call_signature().check_sizes(sizes)?;
     // Fixed sizes are constants now, no longer bound from the inputs' shapes.
     out.sizes.retain(|s| !sizes.contains_key(s));
     // Known sizes can remove tails that kept the last two passes from applying.
