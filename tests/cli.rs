@@ -561,6 +561,32 @@ fn every_command_binding_sizes_refuses_the_same_shape() {
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
 
+/// A `specialize` condition that wraps for the sizes refuses the call naming the condition
+/// (it was reported as an internal region expression).
+#[test]
+fn a_specialize_condition_that_overflows_is_named() {
+    let schedule = "out: split(x, xo, xi, 16).specialize(W * W > 100).vectorize(xi)";
+    let brighten = "examples/kernels/brighten.strata";
+    let message = "error: `out`'s specialize condition `W * W > 100` cannot be computed for these \
+                   sizes: a step overflows i32";
+    let shape = "H=2,W=65536";
+    refused(
+        &["run", brighten, "--shape", shape, "--schedule", schedule],
+        message,
+    );
+    let lower = ["lower", brighten, "--stage", "loops", "--shape", shape];
+    refused(&[&lower[..], &["--schedule", schedule]].concat(), message);
+    let out = strata(&[
+        "run",
+        brighten,
+        "--shape",
+        "H=2,W=46340",
+        "--schedule",
+        schedule,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
 #[test]
 fn split_factors_that_overflow_are_refused() {
     for factor in ["2147483645", "6442450941"] {

@@ -222,6 +222,9 @@ pub struct Signature<E> {
     /// The bounds of every reduction domain: expressions of sizes the code computes, which
     /// must not wrap.
     pub domain_bounds: Vec<E>,
+    /// The conditions of sizes that choose the kernel's version (`specialize`), each with the
+    /// function it specializes: computed before anything runs, they must not wrap either.
+    pub conditions: Vec<(String, E)>,
 }
 
 /// A call's arguments after `bind`: the sizes and the output's shape.
@@ -253,6 +256,7 @@ impl<E: SizeExpr> Signature<E> {
         self.check_names(buffers, scalars)?;
         let sizes = self.bind_buffers(buffers)?;
         self.check_scalars(scalars)?;
+        self.check_conditions(&sizes)?;
         for bound in &self.domain_bounds {
             eval(bound, &sizes, "the reduction domain bound")?;
         }
@@ -293,6 +297,7 @@ impl<E: SizeExpr> Signature<E> {
         for (size, &value) in sizes {
             check_size_value(size, value)?;
         }
+        unless_unbound(self.check_conditions(sizes))?;
         for bound in &self.domain_bounds {
             unless_unbound(eval(bound, sizes, "the reduction domain bound"))?;
         }
@@ -300,6 +305,18 @@ impl<E: SizeExpr> Signature<E> {
             unless_unbound(input_shape(input, sizes))?;
         }
         unless_unbound(self.output_shape(sizes))
+    }
+
+    /// Every `specialize` condition can be computed (an error names it and its function).
+    fn check_conditions(&self, sizes: &Sizes) -> Result<(), CallError> {
+        for (func, condition) in &self.conditions {
+            eval(
+                condition,
+                sizes,
+                &format!("`{func}`'s specialize condition"),
+            )?;
+        }
+        Ok(())
     }
 
     fn check_names<B>(
@@ -688,6 +705,7 @@ impl crate::ir::Pipeline {
             input_regions: Vec::new(),
             output_region: Vec::new(),
             domain_bounds: self.domain_bounds(),
+            conditions: Vec::new(),
         }
     }
 

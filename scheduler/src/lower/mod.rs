@@ -152,7 +152,8 @@ fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel,
         bodies.push(s);
     }
     let realized = specialize::choose(&versions, &inlined, &realized);
-    let checks = call_checks(&inlined, &realized)?;
+    let mut checks = call_checks(&inlined, &realized)?;
+    checks.conditions = specialize::size_conditions(&versions, &inlined);
     let s = specialize::choose(&versions, &inlined, &bodies);
     if versions.versions.len() > 1 {
         log.log("specialization", &s);
@@ -248,6 +249,9 @@ fn bind_sizes_here(kernel: &LoweredKernel, sizes: &Sizes) -> Result<LoweredKerne
         }
         let regions = out.input_regions.iter_mut().map(|(_, region)| region);
         out.domain_bounds = out.domain_bounds.iter().map(sub).collect();
+        for (_, condition) in &mut out.conditions {
+            *condition = sub(condition);
+        }
         for region in regions.chain(out.output_region.iter_mut()) {
             for r in region.iter_mut() {
                 *r = Range {
@@ -362,6 +366,7 @@ struct CallChecks {
     input_regions: Vec<(String, Vec<Range>)>,
     output_region: Vec<Vec<Range>>,
     domain_bounds: Vec<Expr>,
+    conditions: Vec<(String, Expr)>,
 }
 
 fn call_checks(pipeline: &Pipeline, realized: &Stmt) -> Result<CallChecks, LowerError> {
@@ -369,6 +374,7 @@ fn call_checks(pipeline: &Pipeline, realized: &Stmt) -> Result<CallChecks, Lower
         input_regions: input_regions(pipeline, realized)?,
         output_region: output_region(pipeline, realized)?,
         domain_bounds: domain_bounds(pipeline),
+        conditions: Vec::new(),
     })
 }
 
@@ -408,6 +414,7 @@ fn kernel_signature(pipeline: &Pipeline, checks: CallChecks, body: Stmt) -> Lowe
         input_regions: checks.input_regions,
         output_region: checks.output_region,
         domain_bounds: checks.domain_bounds,
+        conditions: checks.conditions,
         serial_vectors: Vec::new(),
         body,
     }
