@@ -103,16 +103,16 @@ pub fn prepare(
     // inputs a run without files gets.
     let mut rng = StdRng::seed_from_u64(seed);
     let mut args = random_args(pipeline, &sizes, &mut rng).map_err(|e| format!("error: {e}"))?;
+    let outputs = output_files(pipeline, &signature, &sizes, &data.outputs)?;
+    for path in &outputs {
+        refuse_overwriting(path, &files, data.db.as_deref())?;
+    }
     for file in files {
         args.buffers.insert(file.name, file.buffer);
     }
     for text in &data.params {
         let (name, value) = parse_param(pipeline, text)?;
         args.scalars.insert(name, value);
-    }
-    let outputs = output_files(pipeline, &signature, &sizes, data)?;
-    for path in &outputs {
-        refuse_overwriting(path, &data.inputs, data.db.as_deref())?;
     }
     Ok((sizes, args, outputs))
 }
@@ -210,9 +210,8 @@ fn output_files(
     pipeline: &Pipeline,
     signature: &strata::dsl::Signature<strata::dsl::Expr>,
     sizes: &Sizes,
-    data: &RunData,
+    outputs: &[String],
 ) -> Result<Vec<PathBuf>, String> {
-    let outputs = &data.outputs;
     if outputs.is_empty() {
         return Ok(Vec::new());
     }
@@ -233,15 +232,19 @@ fn output_files(
 /// Refuses an output file that is one of the `--input` files or the tuning database `db` (or
 /// one of its files), under any name: writing it would destroy what the run reads or what
 /// tuning measured.
-fn refuse_overwriting(output: &Path, inputs: &[String], db: Option<&Path>) -> Result<(), String> {
-    // `inputs` were checked to be `NAME=FILE` when they were read.
-    for (name, input) in inputs.iter().filter_map(|i| i.split_once('=')) {
-        if strata::tuning_db::is_same_file(output, Path::new(input)) {
+fn refuse_overwriting(
+    output: &Path,
+    inputs: &[FileInput],
+    db: Option<&Path>,
+) -> Result<(), String> {
+    for input in inputs {
+        if strata::tuning_db::is_same_file(output, &input.path) {
             return Err(format!(
-                "error: refusing to write {}: it is the file of input `{}` ({input}); write the \
+                "error: refusing to write {}: it is the file of input `{}` ({}); write the \
                  output to another file",
                 output.display(),
-                name.trim()
+                input.name,
+                input.path.display()
             ));
         }
     }
