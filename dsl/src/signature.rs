@@ -14,8 +14,9 @@
 //!   headroom: a loop split by a factor up to the schedule's limit (2^24), rounded up, and
 //!   shifted by a stencil's offset still stays inside `i32`;
 //! - every buffer's data really has that many elements;
-//! - the output's extents and every reduction domain's bounds, evaluated with overflow checks,
-//!   are exact (and the extents non-negative and within the limits);
+//! - the output's extents, every reduction domain's bounds and every `specialize` condition of
+//!   sizes, evaluated with overflow checks, are exact (and the extents non-negative and within
+//!   the limits);
 //! - every input covers each box the code reads of it (`input_regions`), and each box of the
 //!   output the code reads or writes lies inside the output (`output_region`).
 //!
