@@ -678,7 +678,7 @@ fn damaged_files_are_errors_not_panics() {
 /// A `.npy` file whose header is `dict` (padded as numpy pads it), then `data`.
 fn npy_with_header(dict: &str, data: &[u8]) -> Vec<u8> {
     let mut dict = dict.to_string();
-    while (10 + dict.len() + 1) % 64 != 0 {
+    while !(10 + dict.len() + 1).is_multiple_of(64) {
         dict.push(' ');
     }
     dict.push('\n');

@@ -43,7 +43,7 @@ pub(super) fn read(path: &Path, declared: &Declared) -> Result<Buffer, IoError> 
     let file = std::fs::File::open(path).map_err(|e| read_error(what, path, e))?;
     let metadata = file.metadata().map_err(|e| read_error(what, path, e))?;
     // A pipe or device has no length to check the header against.
-    let file_bytes = metadata.is_file().then(|| metadata.len());
+    let file_bytes = metadata.is_file().then_some(metadata.len());
     let mut reader = BufReader::new(file);
     let header = npy_header::read(&mut reader).map_err(|e| read_error(what, path, e))?;
     let npy = npyz::NpyFile::with_header(npyz_header(&header, declared, path)?, reader);
