@@ -65,11 +65,8 @@ pub fn write_replacing<T, E>(
     io_error: impl Fn(std::io::Error) -> E,
 ) -> Result<T, E> {
     let target = replaced_file(path).map_err(&io_error)?;
-    if let Some(special) = target.special {
-        let mut out = std::io::BufWriter::new(special);
-        let value = write(&mut out)?;
-        out.flush().map_err(&io_error)?;
-        return Ok(value);
+    if target.special {
+        return write_in_place(path, write, io_error);
     }
     let mut file = temporary_beside(&target.path).map_err(&io_error)?;
     // Into the file itself: the temporary file's own writer names it in errors.
@@ -88,12 +85,25 @@ pub fn write_replacing<T, E>(
     Ok(value)
 }
 
+/// [`write_replacing`] for a device or pipe: written through, the flush's error returned.
+fn write_in_place<T, E>(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<T, E>,
+    io_error: impl Fn(std::io::Error) -> E,
+) -> Result<T, E> {
+    let device = std::fs::OpenOptions::new().write(true).open(path);
+    let mut out = std::io::BufWriter::new(device.map_err(&io_error)?);
+    let value = write(&mut out)?;
+    out.flush().map_err(&io_error)?;
+    Ok(value)
+}
+
 /// Whether [`write_replacing`] can start on `path`: its temporary file can be created (it is
-/// removed again), or the device it names opened. For a command to refuse an output it could
-/// not write before it does the work.
+/// removed again). For a command to refuse an output it could not write before it does the
+/// work. A device or pipe is not opened here (opening a pipe waits for its reader).
 pub fn check_replaceable(path: &Path) -> std::io::Result<()> {
     let target = replaced_file(path)?;
-    if target.special.is_none() {
+    if !target.special {
         temporary_beside(&target.path)?;
     }
     Ok(())
@@ -105,8 +115,8 @@ struct Replaced {
     path: PathBuf,
     /// The permissions of the file replaced, if there is one (a new file gets the default).
     permissions: Option<std::fs::Permissions>,
-    /// A device or pipe, opened for writing: written in place.
-    special: Option<std::fs::File>,
+    /// Whether it is a device or pipe, written in place.
+    special: bool,
 }
 
 fn replaced_file(path: &Path) -> std::io::Result<Replaced> {
@@ -115,7 +125,7 @@ fn replaced_file(path: &Path) -> std::io::Result<Replaced> {
         return Ok(Replaced {
             path: path.to_path_buf(),
             permissions: None,
-            special: None,
+            special: false,
         });
     };
     if metadata.is_dir() {
@@ -124,14 +134,10 @@ fn replaced_file(path: &Path) -> std::io::Result<Replaced> {
             "it is a directory",
         ));
     }
-    let special = match metadata.is_file() {
-        true => None,
-        false => Some(std::fs::OpenOptions::new().write(true).open(path)?),
-    };
     Ok(Replaced {
         path: path.canonicalize()?,
         permissions: Some(metadata.permissions()),
-        special,
+        special: !metadata.is_file(),
     })
 }
 
