@@ -390,6 +390,7 @@ fn run_command_line() -> ExitCode {
                 inputs: input,
                 outputs: output,
                 params: param,
+                db: Some(db.clone()),
             };
             run_command(
                 &file,
@@ -427,8 +428,8 @@ fn run_command_line() -> ExitCode {
             };
             let data = run::RunData {
                 inputs: input,
-                outputs: Vec::new(),
                 params: param,
+                ..Default::default()
             };
             compare_command(&file, &data, [&a, &b], &settings, json, &db)
         }),

@@ -4,7 +4,7 @@
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use strata::dsl::random::{agree_within, random_args, Tolerance};
 use strata::dsl::InputKind;
@@ -76,13 +76,16 @@ pub struct RunData {
     pub inputs: Vec<String>,
     pub outputs: Vec<String>,
     pub params: Vec<String>,
+    /// The tuning database the command was given, which no output may overwrite.
+    pub db: Option<PathBuf>,
 }
 
 /// The sizes and arguments of a run, checked before anything is compiled: inputs named by
 /// `--input` are read from their files (their element type and rank must be the kernel's),
 /// the sizes are inferred from them and `shape` (which must agree), every other input is
 /// seeded random, scalars come from `--param` or are seeded random, and every `--output` file
-/// can hold the output. Returns the output files too.
+/// can hold the output and be created, and is neither an input nor the tuning database.
+/// Returns the output files too.
 pub fn prepare(
     pipeline: &Pipeline,
     shape: &Sizes,
@@ -114,6 +117,10 @@ pub fn prepare(
     // inputs a run without files gets.
     let mut rng = StdRng::seed_from_u64(seed);
     let mut args = random_args(pipeline, &sizes, &mut rng).map_err(|e| format!("error: {e}"))?;
+    let outputs = output_files(pipeline, &signature, &sizes, &data.outputs)?;
+    for path in &outputs {
+        refuse_overwriting(path, &files, data.db.as_deref())?;
+    }
     for file in files {
         args.buffers.insert(file.name, file.buffer);
     }
@@ -121,7 +128,6 @@ pub fn prepare(
         let (name, value) = parse_param(pipeline, text)?;
         args.scalars.insert(name, value);
     }
-    let outputs = output_files(pipeline, &signature, &sizes, &data.outputs)?;
     Ok((sizes, args, outputs))
 }
 
@@ -235,6 +241,37 @@ fn output_files(
         files.push(path);
     }
     Ok(files)
+}
+
+/// Refuses an output file that is one of the `--input` files or the tuning database `db` (or
+/// one of its files), under any name: writing it would destroy what the run reads or what
+/// tuning measured.
+fn refuse_overwriting(
+    output: &Path,
+    inputs: &[FileInput],
+    db: Option<&Path>,
+) -> Result<(), String> {
+    for input in inputs {
+        if strata::tuning_db::is_same_file(output, &input.path) {
+            return Err(format!(
+                "error: refusing to write {}: it is the file of input `{}` ({}); write the \
+                 output to another file",
+                output.display(),
+                input.name,
+                input.path.display()
+            ));
+        }
+    }
+    match db {
+        Some(db) if strata::tuning_db::is_file_of_database(db, output) => {
+            let refusal = strata::tuning_db::DbError::OutputIsDatabase {
+                path: db.to_path_buf(),
+                output: output.to_path_buf(),
+            };
+            Err(format!("error: {refusal}"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// `--output PATH` or `--output NAME=PATH`: a text before `=` that is a name must be the

@@ -525,6 +525,68 @@ fn element_counts_that_wrap_are_refused() {
     refused(&["run", pick, "--shape", shape, "--no-check"], message);
 }
 
+/// Every command that binds sizes refuses an element count past the limit in the same words
+/// (`lower --shape` printed a loop nest for it).
+#[test]
+fn every_command_binding_sizes_refuses_the_same_shape() {
+    let pick = kernel_file(
+        "limits-every-command",
+        "pick",
+        "kernel pick(A: u8[X, Y, Z]) -> B: u8[X] { B(x) = A(x, 0, 0); }",
+    );
+    let pick = pick.to_str().unwrap();
+    let db = scratch("limits-every-command").join("t.db");
+    let db = db.to_str().unwrap();
+    let shape = "X=4194304,Y=2097152,Z=2097152";
+    let message = "error: input `A` of shape [4194304, 2097152, 2097152] is too large";
+    refused(
+        &["lower", pick, "--stage", "loops", "--shape", shape],
+        message,
+    );
+    refused(
+        &["lower", pick, "--stage", "asm", "--shape", shape],
+        message,
+    );
+    refused(&["run", pick, "--shape", shape], message);
+    refused(
+        &["compare", pick, "default", "default", "--shape", shape],
+        message,
+    );
+    refused(
+        &["tune", pick, "--shape", shape, "--trials", "1", "--db", db],
+        message,
+    );
+    // Sizes left unbound check what the others determine: `B` alone is within the limits.
+    let out = strata(&["lower", pick, "--stage", "loops", "--shape", "X=4194304"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// A `specialize` condition that wraps for the sizes refuses the call naming the condition
+/// (it was reported as an internal region expression).
+#[test]
+fn a_specialize_condition_that_overflows_is_named() {
+    let schedule = "out: split(x, xo, xi, 16).specialize(W * W > 100).vectorize(xi)";
+    let brighten = "examples/kernels/brighten.strata";
+    let message = "error: `out`'s specialize condition `W * W > 100` cannot be computed for these \
+                   sizes: a step overflows i32";
+    let shape = "H=2,W=65536";
+    refused(
+        &["run", brighten, "--shape", shape, "--schedule", schedule],
+        message,
+    );
+    let lower = ["lower", brighten, "--stage", "loops", "--shape", shape];
+    refused(&[&lower[..], &["--schedule", schedule]].concat(), message);
+    let out = strata(&[
+        "run",
+        brighten,
+        "--shape",
+        "H=2,W=46340",
+        "--schedule",
+        schedule,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
 #[test]
 fn split_factors_that_overflow_are_refused() {
     for factor in ["2147483645", "6442450941"] {

@@ -674,3 +674,293 @@ fn damaged_files_are_errors_not_panics() {
         }
     }
 }
+
+/// A `.npy` file whose header is `dict` (padded as numpy pads it), then `data`.
+fn npy_with_header(dict: &str, data: &[u8]) -> Vec<u8> {
+    let mut dict = dict.to_string();
+    while !(10 + dict.len() + 1).is_multiple_of(64) {
+        dict.push(' ');
+    }
+    dict.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((dict.len() as u16).to_le_bytes());
+    bytes.extend(dict.as_bytes());
+    bytes.extend(data);
+    bytes
+}
+
+/// Reading `bytes` as an f32 vector `A` fails; the message.
+fn npy_refusal(dir: &Path, name: &str, bytes: &[u8]) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    let err = strata::io::read(&path, &declared("A", Dtype::F32, 1)).unwrap_err();
+    err.to_string()
+}
+
+/// The 144-byte file of issue 19: brackets nested 25 deep in an extra key took `npyz`'s
+/// backtracking parser minutes (twice as long per level). Refused at once, saying why.
+#[test]
+fn a_deeply_nested_npy_header_is_refused_at_once() {
+    let dir = temp_dir("npy-nested");
+    let nested = format!("{}{}", "[".repeat(25), "]".repeat(25));
+    let dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': {nested}}}");
+    let bytes = npy_with_header(&dict, &[0; 4]);
+    assert_eq!(bytes.len(), 132);
+    let start = std::time::Instant::now();
+    let err = npy_refusal(&dir, "nested.npy", &bytes);
+    assert!(
+        err.contains("nests brackets deeper than 16 levels"),
+        "{err}"
+    );
+    assert!(start.elapsed().as_secs() < 5, "took {:?}", start.elapsed());
+}
+
+/// numpy writes (and reads) exactly 'descr', 'fortran_order' and 'shape'.
+#[test]
+fn an_npy_header_has_numpys_three_keys() {
+    let dir = temp_dir("npy-keys");
+    let extra = "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}";
+    let err = npy_refusal(&dir, "extra.npy", &npy_with_header(extra, &[0; 4]));
+    assert!(err.ends_with("its .npy header has the key `x`; numpy writes (and reads) only 'descr', 'fortran_order' and 'shape'"), "{err}");
+    let missing = "{'descr': '<f4', 'shape': (1,)}";
+    let err = npy_refusal(&dir, "missing.npy", &npy_with_header(missing, &[0; 4]));
+    assert!(
+        err.ends_with("its .npy header lacks the key 'fortran_order'"),
+        "{err}"
+    );
+    let twice = "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'shape': (1,)}";
+    let err = npy_refusal(&dir, "twice.npy", &npy_with_header(twice, &[0; 4]));
+    assert!(
+        err.ends_with("its .npy header gives the key 'shape' twice"),
+        "{err}"
+    );
+}
+
+/// A header past numpy's 10 000 bytes is refused by its length, and a syntax error quotes a
+/// few words of the header, not all of it (a 10 MB header was printed twice).
+#[test]
+fn npy_header_errors_quote_little_of_the_header() {
+    let dir = temp_dir("npy-long");
+    let mut bytes = b"\x93NUMPY\x02\x00".to_vec();
+    let long = format!("{{'descr': '<f4', {}}}\n", "x".repeat(10 << 20));
+    bytes.extend((long.len() as u32).to_le_bytes());
+    bytes.extend(long.as_bytes());
+    let err = npy_refusal(&dir, "long.npy", &bytes);
+    assert!(
+        err.ends_with(&format!(
+            "its .npy header is {} bytes long; strata reads headers of at most 10000 bytes, as numpy does by default",
+            long.len()
+        )),
+        "{}",
+        &err[..err.len().min(300)]
+    );
+    let garbage = format!("{{'descr': '<f4', {}}}", "x".repeat(9000));
+    let err = npy_refusal(&dir, "garbage.npy", &npy_with_header(&garbage, &[]));
+    assert!(err.len() < 400, "{} bytes: {}", err.len(), &err[..300]);
+    assert!(
+        err.contains("at byte 17, expected a string, a number, True, False, ( or [, found `xxxx"),
+        "{err}"
+    );
+}
+
+/// '=f4' (native order, which numpy accepts) is the host's order.
+#[test]
+fn a_native_order_npy_reads_in_the_hosts_order() {
+    let dir = temp_dir("npy-native");
+    let data: Vec<u8> = [1.5f32, -2.0]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
+    let dict = "{'descr': '=f4', 'fortran_order': False, 'shape': (2,), }";
+    let path = dir.join("native.npy");
+    std::fs::write(&path, npy_with_header(dict, &data)).unwrap();
+    let b = strata::io::read(&path, &declared("A", Dtype::F32, 1)).unwrap();
+    assert_eq!(b.as_slice::<f32>().unwrap(), &[1.5, -2.0]);
+}
+
+/// A header claiming more elements than the file holds says both counts.
+#[test]
+fn a_short_npy_says_how_many_elements_it_holds_and_declares() {
+    let dir = temp_dir("npy-short-data");
+    let dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (10,), }";
+    let err = npy_refusal(&dir, "short.npy", &npy_with_header(dict, &[0; 13]));
+    assert!(
+        err.ends_with(
+            "its .npy header declares shape [10] (10 elements of 4 bytes), but the file holds 13 bytes of data (3 elements)"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_empty_png_output_says_a_png_cannot_be_empty() {
+    let dir = temp_dir("png-empty");
+    let empty = Buffer::from_vec(&[0, 3], Vec::<u8>::new()).unwrap();
+    let err = strata::io::write(&dir.join("empty.png"), &empty, "output `Y`").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "output `Y` is u8[0, 3]: a PNG cannot be empty (its height and width must be at least 1); write a .npy file instead"
+    );
+}
+
+/// A write the disk refuses is an error for PNG as for `.npy` (the image crate's buffered
+/// writer dropped its error: "written", exit 0, a truncated file).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failed_write_is_an_error_in_every_format() {
+    let dir = temp_dir("dev-full");
+    let image = Buffer::from_vec(&[64, 64], vec![7u8; 64 * 64]).unwrap();
+    for name in ["full.png", "full.npy"] {
+        let link = dir.join(name);
+        std::os::unix::fs::symlink("/dev/full", &link).unwrap();
+        let err = strata::io::write(&link, &image, "output `Y`").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "cannot write output `Y` to {}: No space left on device (os error 28)",
+                link.display()
+            )
+        );
+    }
+}
+
+/// `brighten`'s arguments with `image` read from `input` and the output written to `output`.
+fn brighten_args(input: &Path, output: &str) -> Vec<String> {
+    let input = format!("image={}", input.display());
+    [
+        "--input", &input, "--output", output, "--param", "gain=2", "--param", "offset=1",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// An output that is an input's file, under any of its names, is refused before anything is
+/// written (it destroyed the input).
+#[cfg(unix)]
+#[test]
+fn run_never_writes_over_an_input() {
+    let dir = temp_dir("run-output-is-input");
+    let x = dir.join("x.npy");
+    write_npy(&x, &Buffer::from_vec(&[2, 3], vec![9u8; 6]).unwrap());
+    let before = std::fs::read(&x).unwrap();
+    let link = dir.join("link.npy");
+    std::os::unix::fs::symlink(&x, &link).unwrap();
+    let dotted = format!("{}/./x.npy", dir.display());
+    let brighten = example("brighten");
+    for output in [x.display().to_string(), dotted, link.display().to_string()] {
+        let args = brighten_args(&x, &output);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(
+            &brighten,
+            &args,
+            &format!(
+                "error: refusing to write {output}: it is the file of input `image` ({}); write \
+                 the output to another file",
+                x.display()
+            ),
+        );
+    }
+    assert_eq!(std::fs::read(&x).unwrap(), before);
+}
+
+/// An output that is the tuning database, by name or through a link, is refused as `db export`
+/// refuses it (it lost 8 measurements).
+#[cfg(unix)]
+#[test]
+fn run_never_writes_over_the_tuning_database() {
+    let dir = temp_dir("run-output-is-db");
+    let x = dir.join("x.npy");
+    write_npy(&x, &Buffer::from_vec(&[2, 3], vec![9u8; 6]).unwrap());
+    let brighten = example("brighten");
+    let named_npy = dir.join("tuning.npy");
+    let db = dir.join("strata.db");
+    let link = dir.join("link.npy");
+    std::os::unix::fs::symlink(&db, &link).unwrap();
+    for (db, output) in [(&named_npy, &named_npy), (&db, &link)] {
+        strata::tuning_db::Db::open(db).unwrap();
+        let before = std::fs::read(db).unwrap();
+        let mut args = brighten_args(&x, &output.display().to_string());
+        args.extend(["--db".to_string(), db.display().to_string()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(
+            &brighten,
+            &args,
+            &format!(
+                "error: refusing to write {}: it is the tuning database {} or one of its files",
+                output.display(),
+                db.display()
+            ),
+        );
+        assert_eq!(std::fs::read(db).unwrap(), before);
+    }
+}
+
+/// An output that cannot be created is refused before the kernel is compiled (it was found
+/// after the whole run): here the schedule's error would come first otherwise.
+#[test]
+fn run_refuses_an_output_it_cannot_create_before_compiling() {
+    let dir = temp_dir("run-output-dir");
+    let output = dir.join("missing").join("c.npy");
+    refused(
+        &example("matmul"),
+        &[
+            "--shape",
+            "M=2,N=2,K=2",
+            "--output",
+            output.to_str().unwrap(),
+            "--schedule",
+            "C: vectorize(nowhere, 4)",
+        ],
+        &format!(
+            "error: cannot write output `C` to {}: cannot create a file in {}: No such file or \
+             directory",
+            output.display(),
+            dir.join("missing").display()
+        ),
+    );
+}
+
+/// A write that fails halfway (a file size limit) is an error and leaves the file that was
+/// there (it truncated it first), and no temporary file.
+#[cfg(unix)]
+#[test]
+fn a_failed_output_write_keeps_the_old_file() {
+    let dir = temp_dir("run-output-ulimit");
+    let output = dir.join("c.npy");
+    write_npy(
+        &output,
+        &Buffer::from_vec(&[2, 2], vec![1.0f32; 4]).unwrap(),
+    );
+    let before = std::fs::read(&output).unwrap();
+    let matmul = example("matmul");
+    // 4 blocks of at most 1 KiB, ignoring SIGXFSZ so the write fails with EFBIG instead.
+    let out = std::process::Command::new("sh")
+        .args(["-c", "trap '' XFSZ; ulimit -f 4; exec \"$@\"", "sh"])
+        .arg(env!("CARGO_BIN_EXE_strata"))
+        .args([
+            "run",
+            &matmul,
+            "--shape",
+            "M=64,N=64,K=2",
+            "--min-time",
+            "0",
+        ])
+        .args(["--output", output.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    assert!(
+        stderr.contains(&format!(
+            "error: cannot write output `C` to {}: File too large",
+            output.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&output).unwrap(), before);
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["c.npy"]);
+}

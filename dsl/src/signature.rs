@@ -14,8 +14,9 @@
 //!   headroom: a loop split by a factor up to the schedule's limit (2^24), rounded up, and
 //!   shifted by a stencil's offset still stays inside `i32`;
 //! - every buffer's data really has that many elements;
-//! - the output's extents and every reduction domain's bounds, evaluated with overflow checks,
-//!   are exact (and the extents non-negative and within the limits);
+//! - the output's extents, every reduction domain's bounds and every `specialize` condition of
+//!   sizes, evaluated with overflow checks, are exact (and the extents non-negative and within
+//!   the limits);
 //! - every input covers each box the code reads of it (`input_regions`), and each box of the
 //!   output the code reads or writes lies inside the output (`output_region`).
 //!
@@ -222,6 +223,9 @@ pub struct Signature<E> {
     /// The bounds of every reduction domain: expressions of sizes the code computes, which
     /// must not wrap.
     pub domain_bounds: Vec<E>,
+    /// The conditions of sizes that choose the kernel's version (`specialize`), each with the
+    /// function it specializes: computed before anything runs, they must not wrap either.
+    pub conditions: Vec<(String, E)>,
 }
 
 /// A call's arguments after `bind`: the sizes and the output's shape.
@@ -253,6 +257,7 @@ impl<E: SizeExpr> Signature<E> {
         self.check_names(buffers, scalars)?;
         let sizes = self.bind_buffers(buffers)?;
         self.check_scalars(scalars)?;
+        self.check_conditions(&sizes)?;
         for bound in &self.domain_bounds {
             eval(bound, &sizes, "the reduction domain bound")?;
         }
@@ -272,29 +277,47 @@ impl<E: SizeExpr> Signature<E> {
         &self,
         sizes: &Sizes,
     ) -> Result<(Vec<(String, Vec<usize>)>, Vec<usize>), CallError> {
-        for (size, &value) in sizes {
-            check_size_value(size, value)?;
-        }
+        self.check_sizes(sizes)?;
+        // Past `check_sizes`, only a size left unbound is an error here.
         for bound in &self.domain_bounds {
             eval(bound, sizes, "the reduction domain bound")?;
         }
-        let mut inputs = Vec::new();
-        for input in &self.inputs {
-            let shape = input
-                .shape
-                .iter()
-                .map(|e| match e {
-                    Extent::Const(c) => Ok(*c),
-                    Extent::Size(s) => sizes
-                        .get(s)
-                        .copied()
-                        .ok_or_else(|| CallError::UnboundSize(s.clone())),
-                })
-                .collect::<Result<Vec<i64>, CallError>>()?;
-            let shape = checked_shape(&format!("input `{}`", input.name), &shape)?;
-            inputs.push((input.name.clone(), shape));
-        }
+        let inputs = (self.inputs.iter())
+            .map(|input| Ok((input.name.clone(), input_shape(input, sizes)?)))
+            .collect::<Result<_, CallError>>()?;
         Ok((inputs, self.output_shape(sizes)?))
+    }
+
+    /// The one check of sizes given by hand, before anything uses them: every size, and every
+    /// reduction domain bound, input shape and output shape the sizes determine, within the
+    /// limits `bind` enforces. Sizes may be left unbound (`strata lower --shape` fixes some),
+    /// and what needs them is not checked. [`Signature::shapes_for`] (`random_args`, hence
+    /// `strata run`, `compare` and the tuner) and lowering for fixed sizes (`strata lower`,
+    /// `compile`) both refuse through here.
+    pub fn check_sizes(&self, sizes: &Sizes) -> Result<(), CallError> {
+        for (size, &value) in sizes {
+            check_size_value(size, value)?;
+        }
+        unless_unbound(self.check_conditions(sizes))?;
+        for bound in &self.domain_bounds {
+            unless_unbound(eval(bound, sizes, "the reduction domain bound"))?;
+        }
+        for input in &self.inputs {
+            unless_unbound(input_shape(input, sizes))?;
+        }
+        unless_unbound(self.output_shape(sizes))
+    }
+
+    /// Every `specialize` condition can be computed (an error names it and its function).
+    fn check_conditions(&self, sizes: &Sizes) -> Result<(), CallError> {
+        for (func, condition) in &self.conditions {
+            eval(
+                condition,
+                sizes,
+                &format!("`{func}`'s specialize condition"),
+            )?;
+        }
+        Ok(())
     }
 
     fn check_names<B>(
@@ -438,6 +461,31 @@ fn eval<E: SizeExpr>(e: &E, sizes: &Sizes, what: &str) -> Result<i64, CallError>
             expr: e.to_string(),
             reason,
         })
+}
+
+/// An input's shape for `sizes`, within the limits.
+fn input_shape(input: &BufferParam, sizes: &Sizes) -> Result<Vec<usize>, CallError> {
+    let extents = (input.shape.iter())
+        .map(|e| match e {
+            Extent::Const(c) => Ok(*c),
+            Extent::Size(s) => {
+                (sizes.get(s).copied()).ok_or_else(|| CallError::UnboundSize(s.clone()))
+            }
+        })
+        .collect::<Result<Vec<i64>, CallError>>()?;
+    checked_shape(&format!("input `{}`", input.name), &extents)
+}
+
+/// `result`'s error, unless it is only that a size is unbound.
+fn unless_unbound<T>(result: Result<T, CallError>) -> Result<(), CallError> {
+    match result {
+        Err(CallError::UnboundSize(_)) => Ok(()),
+        Err(CallError::SizeExprFailed {
+            reason: SizeExprError::Unbound(_),
+            ..
+        }) => Ok(()),
+        other => other.map(|_| ()),
+    }
 }
 
 fn check_size_value(size: &str, value: i64) -> Result<(), CallError> {
@@ -658,6 +706,7 @@ impl crate::ir::Pipeline {
             input_regions: Vec::new(),
             output_region: Vec::new(),
             domain_bounds: self.domain_bounds(),
+            conditions: Vec::new(),
         }
     }
 

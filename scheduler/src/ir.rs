@@ -682,6 +682,10 @@ pub struct LoweredKernel {
     /// The bounds of every reduction domain, as expressions of the sizes: the call refuses
     /// sizes where one would wrap `i32` (as the reference does).
     pub domain_bounds: Vec<Expr>,
+    /// The `specialize` conditions that read only sizes, each with the function it
+    /// specializes: the call refuses sizes where one would wrap `i32` (it would choose the
+    /// wrong version).
+    pub conditions: Vec<(String, Expr)>,
     /// The loops the schedule vectorized that lowering had to leave serial, and why (a
     /// warning for whoever wrote the schedule; empty for hand-built kernels).
     pub serial_vectors: Vec<crate::lower::vectorize::SerialVector>,

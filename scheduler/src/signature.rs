@@ -93,6 +93,7 @@ impl LoweredKernel {
             input_regions,
             output_region,
             domain_bounds: self.domain_bounds.clone(),
+            conditions: self.conditions.clone(),
         }
     }
 }

@@ -39,6 +39,7 @@ fn kernel(inputs: Vec<BufferArg>, output: BufferArg, sizes: &[&str], body: Stmt)
         input_regions: vec![],
         output_region: vec![],
         domain_bounds: vec![],
+        conditions: vec![],
         serial_vectors: vec![],
         body,
     }

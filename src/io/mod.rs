@@ -8,11 +8,13 @@
 //! 16-bit one `u16`, and any other pairing is an error.
 
 mod npy;
+mod npy_header;
 mod png;
 mod sizes;
 
 pub use sizes::{infer_sizes, FileInput};
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use strata_dsl::buffer::ShapeError;
 use strata_dsl::signature::BufferParam;
@@ -112,6 +114,16 @@ pub enum IoError {
         /// The format asked for.
         format: Format,
     },
+    /// An output of height or width 0 for a PNG, which cannot be empty.
+    #[error("{what} is {dtype}{shape:?}: a PNG cannot be empty (its height and width must be at least 1); write a .npy file instead")]
+    EmptyImage {
+        /// The argument, as messages name it (`output `Y``).
+        what: String,
+        /// The element type.
+        dtype: Dtype,
+        /// The shape, with an extent 0.
+        shape: Vec<usize>,
+    },
     /// The file's shape is not a valid buffer shape.
     #[error("{what}: {}: {source}", path.display())]
     Shape {
@@ -177,16 +189,22 @@ pub fn read(path: &Path, declared: &Declared) -> Result<Buffer, IoError> {
     }
 }
 
-/// Writes `buffer` to `path` (format by extension); `what` names it in errors.
+/// Writes `buffer` to `path` (format by extension); `what` names it in errors. The file is
+/// replaced whole or not at all (`strata_tuning_db::write_replacing`): a failed write, a full
+/// disk or a file size limit is an error and leaves an existing file as it was.
 pub fn write(path: &Path, buffer: &Buffer, what: &str) -> Result<(), IoError> {
-    match Format::of(path)? {
-        Format::Npy => npy::write(path, buffer, what),
-        Format::Png => png::write(path, buffer, what),
-    }
+    let format = Format::of(path)?;
+    check_writable(path, buffer.dtype(), buffer.shape(), what)?;
+    let encode = |out: &mut dyn Write| match format {
+        Format::Npy => npy::encode(out, buffer).map_err(|e| write_error(what, path, e)),
+        Format::Png => png::encode(out, buffer, what).map_err(|e| write_error(what, path, e)),
+    };
+    strata_tuning_db::write_replacing(path, encode, |e| write_error(what, path, e))
 }
 
-/// Whether an array of `dtype` and `shape` can be written to `path`: checked before a kernel
-/// runs, so a long run does not end in an output it cannot save.
+/// Whether an array of `dtype` and `shape` can be written to `path`: its format holds it and
+/// the file can be created (a temporary file beside it, removed again). Checked before a
+/// kernel runs, so a long run does not end in an output it cannot save.
 pub fn check_writable(
     path: &Path,
     dtype: Dtype,
@@ -194,9 +212,12 @@ pub fn check_writable(
     what: &str,
 ) -> Result<(), IoError> {
     match Format::of(path)? {
-        Format::Npy => Ok(()),
-        Format::Png => png::check_writable(dtype, shape, what).map(|_| ()),
+        Format::Npy => {}
+        Format::Png => {
+            png::check_writable(dtype, shape, what)?;
+        }
     }
+    strata_tuning_db::check_replaceable(path).map_err(|e| write_error(what, path, e))
 }
 
 fn read_error(what: &str, path: &Path, reason: impl std::fmt::Display) -> IoError {

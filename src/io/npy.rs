@@ -1,9 +1,10 @@
 //! `.npy` files (NumPy's `numpy.save` format) through the `npyz` crate: every element type of
 //! the language, C order, any byte order on reading (little-endian on writing).
 
-use super::{check_rank, read_error, write_error, Declared, IoError};
+use super::npy_header::{self, Descr, Header};
+use super::{check_rank, read_error, Declared, IoError};
 use npyz::{DType, Order, TypeChar, WriterBuilder};
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, Write};
 use std::path::Path;
 use strata_dsl::signature::MAX_ELEMENTS;
 use strata_dsl::{Buffer, Data, Dtype};
@@ -40,17 +41,12 @@ fn describe(dtype: &DType) -> String {
 pub(super) fn read(path: &Path, declared: &Declared) -> Result<Buffer, IoError> {
     let what = &declared.what;
     let file = std::fs::File::open(path).map_err(|e| read_error(what, path, e))?;
-    let npy = npyz::NpyFile::new(BufReader::new(file))
-        .map_err(|e| read_error(what, path, format!("not a .npy file ({e})")))?;
-    let dtype = npy.dtype();
-    if dtype_of(&dtype) != Some(declared.dtype) {
-        return Err(IoError::WrongDtype {
-            what: what.clone(),
-            path: path.to_path_buf(),
-            expected: declared.dtype,
-            actual: describe(&dtype),
-        });
-    }
+    let metadata = file.metadata().map_err(|e| read_error(what, path, e))?;
+    // A pipe or device has no length to check the header against.
+    let file_bytes = metadata.is_file().then_some(metadata.len());
+    let mut reader = BufReader::new(file);
+    let header = npy_header::read(&mut reader).map_err(|e| read_error(what, path, e))?;
+    let npy = npyz::NpyFile::with_header(npyz_header(&header, declared, path)?, reader);
     if npy.order() == Order::Fortran {
         return Err(IoError::FortranOrder {
             path: path.to_path_buf(),
@@ -58,7 +54,10 @@ pub(super) fn read(path: &Path, declared: &Declared) -> Result<Buffer, IoError> 
     }
     let shape = shape_of(npy.shape(), what, path)?;
     check_rank(path, declared, &shape)?;
-    let buffer = match declared.dtype {
+    if let Some(bytes) = file_bytes {
+        check_data_length(&npy, bytes.saturating_sub(header.data_offset), what, path)?;
+    }
+    match declared.dtype {
         Dtype::Bool => from_vec::<bool, _>(npy, &shape, what, path),
         Dtype::U8 => from_vec::<u8, _>(npy, &shape, what, path),
         Dtype::U16 => from_vec::<u16, _>(npy, &shape, what, path),
@@ -69,8 +68,63 @@ pub(super) fn read(path: &Path, declared: &Declared) -> Result<Buffer, IoError> 
         Dtype::I64 => from_vec::<i64, _>(npy, &shape, what, path),
         Dtype::F32 => from_vec::<f32, _>(npy, &shape, what, path),
         Dtype::F64 => from_vec::<f64, _>(npy, &shape, what, path),
-    }?;
-    Ok(buffer)
+    }
+}
+
+/// The header `npyz` reads the data with, once the file's element type is the declared one.
+fn npyz_header(
+    header: &Header,
+    declared: &Declared,
+    path: &Path,
+) -> Result<npyz::NpyHeader, IoError> {
+    let wrong_dtype = |actual: String| IoError::WrongDtype {
+        what: declared.what.clone(),
+        path: path.to_path_buf(),
+        expected: declared.dtype,
+        actual,
+    };
+    let descr = match &header.descr {
+        Descr::Type(descr) => descr,
+        Descr::Record(text) => {
+            return Err(wrong_dtype(format!(
+                "the record dtype {text} (not a strata element type)"
+            )))
+        }
+    };
+    let npyz_header = header.to_npyz(descr).map_err(|e| {
+        let why = format!("its .npy header's type string '{descr}' is not one numpy writes ({e})");
+        read_error(&declared.what, path, why)
+    })?;
+    let dtype = npyz_header.dtype();
+    if dtype_of(&dtype) != Some(declared.dtype) {
+        return Err(wrong_dtype(describe(&dtype)));
+    }
+    Ok(npyz_header)
+}
+
+/// Refuses a file whose data is shorter than its header's shape declares, saying both.
+fn check_data_length<R: std::io::Read>(
+    npy: &npyz::NpyFile<R>,
+    data_bytes: u64,
+    what: &str,
+    path: &Path,
+) -> Result<(), IoError> {
+    // A plain type (the only kind `npyz_header` lets through) has a size.
+    let item_bytes = npy.dtype().num_bytes().unwrap_or(1).max(1) as u64;
+    let declared = npy.len();
+    let held = data_bytes / item_bytes;
+    if held >= declared {
+        return Ok(());
+    }
+    Err(read_error(
+        what,
+        path,
+        format!(
+            "its .npy header declares shape {:?} ({declared} elements of {item_bytes} bytes), but \
+             the file holds {data_bytes} bytes of data ({held} elements)",
+            npy.shape()
+        ),
+    ))
 }
 
 /// The file's shape, refused before any element is read when strata could not hold it (so a
@@ -105,40 +159,34 @@ where
     })
 }
 
-pub(super) fn write(path: &Path, buffer: &Buffer, what: &str) -> Result<(), IoError> {
+/// Writes `buffer` as a `.npy` file to `out`: C order, NumPy's type, little-endian.
+pub(super) fn encode(out: &mut dyn Write, buffer: &Buffer) -> std::io::Result<()> {
+    let shape = buffer.shape();
     match buffer.data() {
-        Data::Bool(v) => write_slice(path, buffer.shape(), v, what),
-        Data::U8(v) => write_slice(path, buffer.shape(), v, what),
-        Data::U16(v) => write_slice(path, buffer.shape(), v, what),
-        Data::U32(v) => write_slice(path, buffer.shape(), v, what),
-        Data::I8(v) => write_slice(path, buffer.shape(), v, what),
-        Data::I16(v) => write_slice(path, buffer.shape(), v, what),
-        Data::I32(v) => write_slice(path, buffer.shape(), v, what),
-        Data::I64(v) => write_slice(path, buffer.shape(), v, what),
-        Data::F32(v) => write_slice(path, buffer.shape(), v, what),
-        Data::F64(v) => write_slice(path, buffer.shape(), v, what),
+        Data::Bool(v) => encode_slice(out, shape, v),
+        Data::U8(v) => encode_slice(out, shape, v),
+        Data::U16(v) => encode_slice(out, shape, v),
+        Data::U32(v) => encode_slice(out, shape, v),
+        Data::I8(v) => encode_slice(out, shape, v),
+        Data::I16(v) => encode_slice(out, shape, v),
+        Data::I32(v) => encode_slice(out, shape, v),
+        Data::I64(v) => encode_slice(out, shape, v),
+        Data::F32(v) => encode_slice(out, shape, v),
+        Data::F64(v) => encode_slice(out, shape, v),
     }
 }
 
-/// Writes `values` as a C-order array of `shape` with NumPy's type for `T` (little-endian).
-fn write_slice<T: npyz::AutoSerialize + Copy>(
-    path: &Path,
+fn encode_slice<T: npyz::AutoSerialize + Copy>(
+    out: &mut dyn Write,
     shape: &[usize],
     values: &[T],
-    what: &str,
-) -> Result<(), IoError> {
-    let fail = |e: std::io::Error| write_error(what, path, e);
-    let file = std::fs::File::create(path).map_err(fail)?;
+) -> std::io::Result<()> {
     let shape: Vec<u64> = shape.iter().map(|&e| e as u64).collect();
-    let mut out = BufWriter::new(file);
     let mut writer = npyz::WriteOptions::new()
         .default_dtype()
         .shape(&shape)
-        .writer(&mut out)
-        .begin_nd()
-        .map_err(fail)?;
-    writer.extend(values.iter().copied()).map_err(fail)?;
-    writer.finish().map_err(fail)?;
-    // Flushed here, not on drop, where a failed write would be lost.
-    out.flush().map_err(fail)
+        .writer(out)
+        .begin_nd()?;
+    writer.extend(values.iter().copied())?;
+    writer.finish()
 }

@@ -1,9 +1,10 @@
 //! PNG images through the `image` crate (only its png codec): 8-bit images are `u8` arrays,
 //! 16-bit ones `u16`; `[H, W]` for one channel or `[H, W, C]`, channels interleaved.
 
-use super::{check_rank, read_error, write_error, Declared, Format, IoError};
+use super::{check_rank, read_error, Declared, Format, IoError};
+use image::codecs::png::PngEncoder;
 use image::{DynamicImage, ImageBuffer, ImageFormat, Pixel};
-use std::io::BufReader;
+use std::io::{BufReader, Write};
 use std::path::Path;
 use strata_dsl::{Buffer, Data, Dtype};
 
@@ -97,25 +98,35 @@ pub(super) fn check_writable(
         [h, w, c] if (1..=4).contains(&c) => (h, w, c),
         _ => return Err(unsupported()),
     };
+    if w == 0 || h == 0 {
+        return Err(IoError::EmptyImage {
+            what: what.to_string(),
+            dtype,
+            shape: shape.to_vec(),
+        });
+    }
     match (u32::try_from(w), u32::try_from(h)) {
-        (Ok(w), Ok(h)) if w > 0 && h > 0 => Ok((w, h, c)),
+        (Ok(w), Ok(h)) => Ok((w, h, c)),
         _ => Err(unsupported()),
     }
 }
 
-pub(super) fn write(path: &Path, buffer: &Buffer, what: &str) -> Result<(), IoError> {
-    let (w, h, channels) = check_writable(buffer.dtype(), buffer.shape(), what)?;
+/// Writes `buffer` as a PNG image to `out` (its type and shape already `check_writable`).
+pub(super) fn encode(out: &mut dyn Write, buffer: &Buffer, what: &str) -> Result<(), String> {
+    let (w, h, channels) =
+        check_writable(buffer.dtype(), buffer.shape(), what).map_err(|e| e.to_string())?;
     let image = match buffer.data() {
         Data::U8(v) => image_u8(w, h, channels, v.clone()),
         Data::U16(v) => image_u16(w, h, channels, v.clone()),
         _ => None,
     };
     // `check_writable` accepted the type and shape, so the samples fill the image exactly.
-    let image =
-        image.ok_or_else(|| write_error(what, path, "the samples do not fill the image"))?;
+    let image = image.ok_or("the samples do not fill the image")?;
+    // Into the caller's writer, whose flush is checked (`save_with_format` drops a buffered
+    // writer's error).
     image
-        .save_with_format(path, ImageFormat::Png)
-        .map_err(|e| write_error(what, path, e))
+        .write_with_encoder(PngEncoder::new(out))
+        .map_err(|e| e.to_string())
 }
 
 fn image_u8(w: u32, h: u32, channels: usize, v: Vec<u8>) -> Option<DynamicImage> {

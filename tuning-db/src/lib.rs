@@ -79,6 +79,7 @@ pub use model::{
     canonical_shape, Measurement, NewRun, ReportEntry, Run, Status, Target, TrialTime, TuningKey,
     Winner, DEFAULT_BACKEND, TRIAL_DEFINITION, WINNER_RULE,
 };
+pub use output::{check_replaceable, is_file_of_database, is_same_file, write_replacing};
 pub use plausible::MAX_RATE_PER_S;
 pub use printable::printable;
 pub use schema::{Migration, APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION};

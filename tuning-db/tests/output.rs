@@ -90,3 +90,28 @@ fn an_output_is_replaced_only_when_complete() {
     assert_eq!(text.lines().count(), 3, "{text}");
     let _ = std::fs::remove_file(&out);
 }
+
+/// An output through a symbolic link replaces the file it links to (the link stays, as a
+/// plain write would leave it) and keeps that file's permissions.
+#[test]
+fn an_output_through_a_link_replaces_the_linked_file_keeping_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = TempPath::new("linked-output");
+    let db = small_db(&tmp);
+    let target = with_suffix(&tmp, ".jsonl");
+    let link = with_suffix(&tmp, ".link.jsonl");
+    std::fs::write(&target, "the older export\n").unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    db.write_output(&link, |file| db.export(file)).unwrap();
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let text = std::fs::read_to_string(&target).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    let mode = std::fs::metadata(&target).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o640);
+    let _ = std::fs::remove_file(&link);
+    let _ = std::fs::remove_file(&target);
+}

@@ -50,6 +50,10 @@ pub enum LowerError {
         /// The kernel's sizes.
         sizes: Vec<String>,
     },
+    /// Sizes fixed in advance that make a buffer, an output extent or a reduction domain
+    /// bound break the call boundary's limits (`Signature::check_sizes`, as a call would).
+    #[error(transparent)]
+    Sizes(#[from] strata_dsl::signature::CallError),
     /// A size fixed in advance outside 0..=`MAX_EXTENT`.
     #[error("size `{name}` is {value}; a size fixed in advance must be 0 to {MAX_EXTENT}")]
     SizeOutOfRange {
@@ -148,7 +152,8 @@ fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel,
         bodies.push(s);
     }
     let realized = specialize::choose(&versions, &inlined, &realized);
-    let checks = call_checks(&inlined, &realized)?;
+    let mut checks = call_checks(&inlined, &realized)?;
+    checks.conditions = specialize::size_conditions(&versions, &inlined);
     let s = specialize::choose(&versions, &inlined, &bodies);
     if versions.versions.len() > 1 {
         log.log("specialization", &s);
@@ -244,6 +249,9 @@ fn bind_sizes_here(kernel: &LoweredKernel, sizes: &Sizes) -> Result<LoweredKerne
         }
         let regions = out.input_regions.iter_mut().map(|(_, region)| region);
         out.domain_bounds = out.domain_bounds.iter().map(sub).collect();
+        for (_, condition) in &mut out.conditions {
+            *condition = sub(condition);
+        }
         for region in regions.chain(out.output_region.iter_mut()) {
             for r in region.iter_mut() {
                 *r = Range {
@@ -253,6 +261,8 @@ fn bind_sizes_here(kernel: &LoweredKernel, sizes: &Sizes) -> Result<LoweredKerne
             }
         }
     }
+    // Refused as a call with these sizes would be (an input past the element limit).
+    kernel.call_signature().check_sizes(sizes)?;
     // Fixed sizes are constants now, no longer bound from the inputs' shapes.
     out.sizes.retain(|s| !sizes.contains_key(s));
     // Known sizes can remove tails that kept the last two passes from applying.
@@ -356,6 +366,7 @@ struct CallChecks {
     input_regions: Vec<(String, Vec<Range>)>,
     output_region: Vec<Vec<Range>>,
     domain_bounds: Vec<Expr>,
+    conditions: Vec<(String, Expr)>,
 }
 
 fn call_checks(pipeline: &Pipeline, realized: &Stmt) -> Result<CallChecks, LowerError> {
@@ -363,6 +374,7 @@ fn call_checks(pipeline: &Pipeline, realized: &Stmt) -> Result<CallChecks, Lower
         input_regions: input_regions(pipeline, realized)?,
         output_region: output_region(pipeline, realized)?,
         domain_bounds: domain_bounds(pipeline),
+        conditions: Vec::new(),
     })
 }
 
@@ -402,6 +414,7 @@ fn kernel_signature(pipeline: &Pipeline, checks: CallChecks, body: Stmt) -> Lowe
         input_regions: checks.input_regions,
         output_region: checks.output_region,
         domain_bounds: checks.domain_bounds,
+        conditions: checks.conditions,
         serial_vectors: Vec::new(),
         body,
     }

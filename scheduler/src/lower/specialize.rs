@@ -33,24 +33,42 @@ use strata_dsl::{BinOp, Expr as DslExpr, Pipeline};
 /// conditions select it: for each specialized stage in turn, `if c1 .. else if c2 .. else ..`
 /// over its cases, the general case last.
 pub fn choose(versions: &Versions, pipeline: &Pipeline, bodies: &[Stmt]) -> Stmt {
-    let conds: Vec<Vec<Expr>> = versions
-        .split
-        .stages
-        .iter()
-        .map(|stage| {
-            let conv = super::loop_nest::Converter {
-                pipeline,
-                func: &pipeline.output.name,
-                stage: 0,
-            };
-            stage.cases.iter().map(|c| conv.expr(&c.checked)).collect()
-        })
-        .collect();
+    let conds = conditions(versions, pipeline);
     let body_of = |choice: &[usize]| {
         let i = versions.versions.iter().position(|v| v.choice == choice);
         i.and_then(|i| bodies.get(i)).cloned().unwrap_or(Stmt::NoOp)
     };
     chain(&conds, &mut Vec::new(), &body_of)
+}
+
+/// Each specialized stage's conditions as loop-IR expressions, its cases in order.
+fn conditions(versions: &Versions, pipeline: &Pipeline) -> Vec<Vec<Expr>> {
+    let conv = super::loop_nest::Converter {
+        pipeline,
+        func: &pipeline.output.name,
+        stage: 0,
+    };
+    (versions.split.stages.iter())
+        .map(|stage| stage.cases.iter().map(|c| conv.expr(&c.checked)).collect())
+        .collect()
+}
+
+/// The conditions that read only sizes (a scalar parameter's is not known before the call),
+/// each with the function it specializes, for the call to check
+/// (`LoweredKernel::conditions`): one that wraps would choose a version the sizes do not.
+pub fn size_conditions(versions: &Versions, pipeline: &Pipeline) -> Vec<(String, Expr)> {
+    let stages = versions.split.stages.iter();
+    let mut out = Vec::new();
+    for (stage, conds) in stages.zip(conditions(versions, pipeline)) {
+        for cond in conds {
+            let mut reads_param = false;
+            cond.for_each(&mut |e| reads_param |= matches!(e, Expr::Param(..)));
+            if !reads_param {
+                out.push((stage.func.clone(), cond));
+            }
+        }
+    }
+    out
 }
 
 /// The choice among the cases of stage `prefix.len()` and every later one.
