@@ -151,6 +151,14 @@ fn winner_text(e: &ReportEntry) -> String {
     )
 }
 
+/// Warning lines for the rows a report entry left out or did not trust.
+fn entry_warnings(e: &ReportEntry) -> Vec<String> {
+    e.damaged
+        .iter()
+        .map(|d| format!("damaged record: {d}"))
+        .collect()
+}
+
 /// What the numbers mean: the trial count and the winner rule, said once under every report.
 fn notes() -> String {
     format!(
@@ -187,8 +195,20 @@ pub fn report(
     html: Option<&Path>,
 ) -> Result<(), String> {
     let db = Db::open_read_only(db_path).map_err(|e| format!("error: {e}"))?;
-    let entries = db.report(kernel).map_err(|e| format!("error: {e}"))?;
+    // Everything the text, the JSON and the page show comes from one snapshot, so a tune
+    // committing meanwhile cannot make the page's summary and its tables disagree.
+    let (entries, page) = db
+        .snapshot(|db| {
+            let entries = db.report(kernel)?;
+            let page = html.map(|_| html_page(db, &entries));
+            Ok::<_, DbError>((entries, page))
+        })
+        .map_err(|e| format!("error: {e}"))?;
     if json {
+        // The text report has them in its entries; JSON readers see them here too.
+        for warning in entries.iter().flat_map(entry_warnings) {
+            eprintln!("warning: {warning}");
+        }
         crate::print_out(&serde_json::to_string_pretty(&entries).map_err(|e| e.to_string())?)?;
     } else if entries.is_empty() {
         crate::print_out(&format!(
@@ -202,15 +222,19 @@ pub fn report(
         let texts: Vec<String> = entries.iter().map(text_entry).collect();
         crate::print_out(&format!("{}\n{}", texts.join("\n"), notes()))?;
     }
-    if let Some(path) = html {
-        let nests: Vec<String> = entries.iter().map(|e| winner_loop_nest(&db, e)).collect();
-        let peak = html::Peak::measure_if_useful(&entries);
-        let page = html::page(&db, &entries, &nests, peak.as_ref());
+    if let (Some(path), Some(page)) = (html, page) {
         db.write_output(path, |out| Ok(out.write_all(page.as_bytes())?))
             .map_err(|e| format!("error: {e}"))?;
         crate::print_out(&format!("wrote {}", path.display()))?;
     }
     Ok(())
+}
+
+/// `report --html`'s page of `entries`, read from `db` (in the report's snapshot).
+fn html_page(db: &Db, entries: &[ReportEntry]) -> String {
+    let nests: Vec<String> = entries.iter().map(|e| winner_loop_nest(db, e)).collect();
+    let peak = html::Peak::measure_if_useful(entries);
+    html::page(db, entries, &nests, peak.as_ref())
 }
 
 fn ms(seconds: Option<f64>) -> String {
@@ -271,6 +295,9 @@ fn text_entry(e: &ReportEntry) -> String {
         "  trials: {} in {} run(s); failures: {failures}",
         e.trials, e.runs
     );
+    for warning in entry_warnings(e) {
+        let _ = writeln!(s, "  warning: {warning}");
+    }
     if let Some(schedule) = &e.best_schedule {
         let schedule = if schedule.is_empty() {
             "(the default schedule)"
@@ -344,16 +371,23 @@ fn kernel_of(source: &str, name: &str, hash: &str) -> Result<Pipeline, String> {
 
 pub fn export(db_path: &Path, out: Option<&Path>) -> Result<(), String> {
     let db = Db::open_read_only(db_path).map_err(|e| format!("error: {e}"))?;
-    let n = match out {
-        Some(path) => db.write_output(path, |file| db.export(file)),
-        None => match db.export(&mut std::io::stdout().lock()) {
-            // The reader stopped early (`strata db export | head`): end quietly, as
-            // `print_out` does.
-            Err(DbError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
-            written => written,
-        },
+    // The records and the list of those skipped as damaged, from one snapshot.
+    let exported = db.snapshot(|db| {
+        let n = match out {
+            Some(path) => db.write_output(path, |file| db.export(file)),
+            None => db.export(&mut std::io::stdout().lock()),
+        }?;
+        Ok((n, db.damaged(None)?))
+    });
+    let (n, damaged) = match exported {
+        // The reader stopped early (`strata db export | head`): end quietly, as
+        // `print_out` does.
+        Err(DbError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+        exported => exported.map_err(|e| format!("error: {e}"))?,
+    };
+    for row in &damaged {
+        eprintln!("warning: not exported: damaged record: {row}");
     }
-    .map_err(|e| format!("error: {e}"))?;
     eprintln!("exported {n} records");
     Ok(())
 }

@@ -1020,11 +1020,16 @@ pub struct UsableWinner {
 // A miss is the cold path of a once-per-kernel lookup: its size does not matter.
 #[allow(clippy::result_large_err)]
 pub fn usable_winner(db: &Db, pipeline: &Pipeline, key: &TuningKey) -> Result<UsableWinner, Miss> {
-    let winners = db.ranked_winners(key)?;
+    let (winners, damaged) =
+        db.snapshot(|db| Ok::<_, Miss>((db.ranked_winners(key)?, db.damaged(Some(key))?)))?;
+    // Damaged rows never rank; say which were left out.
+    let mut skipped: Vec<String> = damaged
+        .iter()
+        .map(|d| format!("skipping a damaged record: {d}"))
+        .collect();
     if winners.is_empty() {
         return Err(db.explain_miss(key)?);
     }
-    let mut skipped = Vec::new();
     for winner in winners {
         match checked_schedule(pipeline, &winner.measurement.schedule) {
             Ok(schedule) => {

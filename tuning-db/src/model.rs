@@ -247,6 +247,35 @@ pub const WINNER_RULE: &str = "the winner is the lowest median among confirmed m
      target and backend; search measurements compete only when nothing was confirmed; ties go \
      to the earlier run, then the lower trial";
 
+/// A measurement row whose content does not match its checksum: damaged on disk or edited
+/// behind the database's back. Winners, reports and exports skip it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DamagedRow {
+    /// The run's id in this file.
+    pub run_id: i64,
+    /// The run's uid (damaged itself when every row of the run is).
+    pub run_uid: String,
+    /// The measurement's row id in this file.
+    pub row_id: i64,
+    /// Its trial number, when that is still an integer.
+    pub trial: Option<i64>,
+}
+
+impl fmt::Display for DamagedRow {
+    /// `run 3 (uid …) trial 7 (row 12): its content does not match its checksum`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let trial = self.trial.map_or("?".to_string(), |t| t.to_string());
+        write!(
+            f,
+            "run {} ({}) trial {trial} (row {}): its content does not match its checksum, \
+             so it was skipped",
+            self.run_id,
+            printable(&self.run_uid),
+            self.row_id
+        )
+    }
+}
+
 /// One measurement a report names: its run, its trial and its median.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrialTime {
@@ -301,4 +330,7 @@ pub struct ReportEntry {
     pub bytes: u64,
     /// `(trial, median_s)` of every `ok` search measurement, in order (runs by start, then trial).
     pub series: Vec<(u64, f64)>,
+    /// The key's damaged rows ([`DamagedRow`]), left out of everything above.
+    #[serde(default)]
+    pub damaged: Vec<DamagedRow>,
 }
