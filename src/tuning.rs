@@ -119,6 +119,9 @@ fn summary_text(r: &TuneResult, e: &ReportEntry) -> String {
         "  confirmed best: {} (re-measured in a fresh worker)",
         run_trial(r.confirmed_best.as_ref())
     );
+    for u in &r.unstable {
+        let _ = writeln!(s, "  unstable: trial {}: {}", u.trial, u.detail);
+    }
     let _ = write!(s, "  winner in the database: {}", winner_text(e));
     s
 }
@@ -142,21 +145,39 @@ fn winner_text(e: &ReportEntry) -> String {
     };
     let speedup = e.speedup.map_or("-".into(), |x| format!("{x:.2}x"));
     format!(
-        "{} ({how}), run {} trial {}; speedup {speedup} over the default's {}; {}",
+        "{} ({how}), run {} trial {}; speedup {speedup} over the default's {}{}; {}",
         ms(Some(w.median_s)),
         w.run_id,
         w.trial,
         ms(e.default_median_s),
+        baseline_note(e),
         throughput(e)
     )
 }
 
+/// What the speedup's baseline is when the default's re-measurement was unstable: its
+/// search time (the unstable times decide nothing).
+fn baseline_note(e: &ReportEntry) -> &'static str {
+    let unstable_default = e.unstable.iter().any(|u| u.is_default);
+    if unstable_default && e.default_confirmed_s.is_none() {
+        " (search time: its re-measurement was unstable)"
+    } else {
+        ""
+    }
+}
+
 /// Warning lines for the rows a report entry left out or did not trust.
 fn entry_warnings(e: &ReportEntry) -> Vec<String> {
-    e.damaged
-        .iter()
-        .map(|d| format!("damaged record: {d}"))
-        .collect()
+    let damaged = e.damaged.iter().map(|d| format!("damaged record: {d}"));
+    let unstable = e.unstable.iter().map(|u| {
+        format!(
+            "unstable re-measurement: run {} trial {}: {}",
+            u.run_id,
+            u.trial,
+            printable(&u.detail)
+        )
+    });
+    damaged.chain(unstable).collect()
 }
 
 /// What the numbers mean: the trial count and the winner rule, said once under every report.

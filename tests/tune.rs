@@ -2105,3 +2105,43 @@ fn readers_leave_the_database_and_its_companions_as_found() {
     drop(writer);
     let _ = std::fs::remove_dir_all(&out_dir);
 }
+
+/// Re-measurements that keep disagreeing with their search times (the worker reports them
+/// 100 times slower, as a busy machine would) are measured three times, recorded as
+/// `unstable` with every time, never win, and the summary and report say so.
+#[test]
+fn unstable_confirmations_are_repeated_flagged_and_never_win() {
+    let db = TempDb::new("unstable");
+    let summary = succeed(
+        tune_command(db.path(), MATMUL, MATMUL_32, &["--trials", "3"])
+            .env("STRATA_WORKER_FAULT", "unstable:("),
+    );
+    let (_, ms) = runs(db.path()).remove(0);
+    let (flagged, trusted): (Vec<&Measurement>, Vec<&Measurement>) = ms
+        .iter()
+        .filter(|m| m.remeasured)
+        .partition(|m| !m.schedule.is_empty());
+    assert!(!flagged.is_empty(), "a candidate was re-measured");
+    for m in &flagged {
+        let strata::tuning_db::Status::Unstable(detail) = &m.status else {
+            panic!("not flagged: {m:?}");
+        };
+        let confirmations = detail.split("confirmations ").nth(1).unwrap();
+        assert_eq!(confirmations.matches(" ms").count(), 3, "{detail}");
+        assert!(
+            summary.contains(&format!("unstable: trial {}: search", m.trial)),
+            "{summary}"
+        );
+    }
+    assert_eq!(trusted.len(), 1, "the default's re-measurement");
+    assert!(trusted[0].status.is_ok(), "{:?}", trusted[0]);
+    let entry = report(db.path()).remove(0);
+    assert_eq!(entry.unstable.len(), flagged.len());
+    let winner = entry.winner.unwrap();
+    assert!(winner.remeasured && winner.trial == 0, "{winner:?}");
+    let text = succeed(strata().args(["report", "--db"]).arg(db.path()));
+    assert!(
+        text.contains("warning: unstable re-measurement: run 1 trial"),
+        "{text}"
+    );
+}

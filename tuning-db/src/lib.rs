@@ -78,7 +78,7 @@ pub use error::{short_hash, DbError, Miss};
 pub use exchange::{ImportCheck, EXPORT_FORMAT, EXPORT_VERSION};
 pub use model::{
     canonical_shape, DamagedRow, Measurement, NewRun, ReportEntry, Run, Status, Target, TrialTime,
-    TuningKey, Winner, DEFAULT_BACKEND, TRIAL_DEFINITION, WINNER_RULE,
+    TuningKey, UnstableTime, Winner, DEFAULT_BACKEND, TRIAL_DEFINITION, WINNER_RULE,
 };
 pub use plausible::MAX_RATE_PER_S;
 pub use printable::printable;

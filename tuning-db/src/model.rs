@@ -122,7 +122,7 @@ pub struct Run {
 /// The outcome of measuring one candidate schedule.
 ///
 /// Stored as a kind column (`ok`, `compile_error`, `crash`, `timeout`, `wrong_answer`,
-/// `refused`) and a detail column.
+/// `refused`, `unstable`) and a detail column.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
 pub enum Status {
@@ -138,17 +138,22 @@ pub enum Status {
     WrongAnswer(String),
     /// Refused before running (invalid schedule, over a resource limit); why.
     Refused(String),
+    /// A re-measurement that kept disagreeing with the search time by more than the tuner's
+    /// stated factor (the machine was busy during one of them): the times, not trusted, so
+    /// never a winner or a baseline. Only re-measured rows have it.
+    Unstable(String),
 }
 
 impl Status {
     /// Every kind, in the order reports list them.
-    pub const KINDS: [&'static str; 6] = [
+    pub const KINDS: [&'static str; 7] = [
         "ok",
         "compile_error",
         "crash",
         "timeout",
         "wrong_answer",
         "refused",
+        "unstable",
     ];
 
     /// The kind as stored in the `status` column.
@@ -160,6 +165,7 @@ impl Status {
             Status::Timeout(_) => "timeout",
             Status::WrongAnswer(_) => "wrong_answer",
             Status::Refused(_) => "refused",
+            Status::Unstable(_) => "unstable",
         }
     }
 
@@ -171,7 +177,8 @@ impl Status {
             | Status::Crash(d)
             | Status::Timeout(d)
             | Status::WrongAnswer(d)
-            | Status::Refused(d) => Some(d),
+            | Status::Refused(d)
+            | Status::Unstable(d) => Some(d),
         }
     }
 
@@ -185,6 +192,7 @@ impl Status {
             "timeout" => Status::Timeout(d),
             "wrong_answer" => Status::WrongAnswer(d),
             "refused" => Status::Refused(d),
+            "unstable" => Status::Unstable(d),
             _ => return None,
         })
     }
@@ -333,4 +341,21 @@ pub struct ReportEntry {
     /// The key's damaged rows ([`DamagedRow`]), left out of everything above.
     #[serde(default)]
     pub damaged: Vec<DamagedRow>,
+    /// The key's unstable re-measurements ([`Status::Unstable`]), which decide nothing above.
+    #[serde(default)]
+    pub unstable: Vec<UnstableTime>,
+}
+
+/// A re-measurement whose times disagreed with its search time ([`Status::Unstable`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnstableTime {
+    /// The run's id in this file.
+    pub run_id: i64,
+    /// The trial it re-measured (0: the default schedule).
+    pub trial: u64,
+    /// Whether it re-measured the default schedule (then the speedup's baseline is the
+    /// default's search time).
+    pub is_default: bool,
+    /// The times, in words (`search 1.2 ms, confirmations 168 ms, 170 ms, 171 ms`).
+    pub detail: String,
 }

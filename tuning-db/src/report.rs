@@ -8,7 +8,7 @@ use rusqlite::{named_params, Connection};
 use crate::checksum::VERIFIED_WHERE;
 use crate::db::Db;
 use crate::error::DbError;
-use crate::model::{Measurement, ReportEntry, Target, TrialTime, TuningKey};
+use crate::model::{Measurement, ReportEntry, Target, TrialTime, TuningKey, UnstableTime};
 use crate::query::{best_where, get_opt_u64, get_u64, key_params, KEY_WHERE};
 
 impl Db {
@@ -132,6 +132,7 @@ fn report_entry(conn: &Connection, key: &TuningKey) -> rusqlite::Result<ReportEn
         bytes,
         series: series(conn, &key)?,
         damaged: Vec::new(),
+        unstable: unstable(conn, &key)?,
         key,
     })
 }
@@ -204,6 +205,26 @@ fn series(conn: &Connection, key: &TuningKey) -> rusqlite::Result<Vec<(u64, f64)
     );
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt.query_map(&key_params(key)[..], |r| Ok((get_u64(r, 0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
+/// The key's unstable re-measurements, runs by start, then trial.
+fn unstable(conn: &Connection, key: &TuningKey) -> rusqlite::Result<Vec<UnstableTime>> {
+    let sql = format!(
+        "SELECT r.id, m.trial, m.is_default, coalesce(m.status_detail, '')
+         FROM measurements m JOIN runs r ON m.run_id = r.id
+         WHERE {KEY_WHERE} AND m.status = 'unstable' AND {VERIFIED_WHERE}
+         ORDER BY r.started_at, r.uid, m.trial"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(&key_params(key)[..], |r| {
+        Ok(UnstableTime {
+            run_id: r.get(0)?,
+            trial: get_u64(r, 1)?,
+            is_default: r.get(2)?,
+            detail: r.get(3)?,
+        })
+    })?;
     rows.collect()
 }
 

@@ -221,17 +221,14 @@ fn a_reader_beside_a_writer_sees_its_rows_and_changes_nothing() {
     let names: Vec<&str> = before.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["", "-shm", "-wal"]);
     // In another process: readers in one process share SQLite's view of the `-shm`.
-    let status = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "reader_in_another_process",
-            "--nocapture",
-        ])
+    let reader = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "reader_in_another_process"])
         .env(READER_PATH, tmp.path())
-        .status()
+        .output()
         .unwrap();
-    assert!(status.success(), "the reader failed");
+    let said = String::from_utf8_lossy(&reader.stdout);
+    assert!(reader.status.success(), "the reader failed:\n{said}");
+    assert!(said.contains("1 passed"), "the reader did not run:\n{said}");
     assert_eq!(state(tmp.path()), before);
     drop(writer);
 }
