@@ -321,6 +321,7 @@ impl Db {
             target: key.target.clone(),
             backend: key.backend.clone(),
             measured: self.measurement_count(key)?,
+            damaged: self.damaged(Some(key))?.len() as u64,
         })
     }
 

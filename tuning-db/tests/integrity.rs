@@ -93,6 +93,33 @@ fn a_row_changed_behind_the_database_is_skipped_and_reported() {
     assert_eq!(kept, [0, 1, 2, 3, 4]);
 }
 
+/// A key whose only successful row is damaged has no winner, and the miss says why.
+#[test]
+fn a_miss_names_the_damaged_rows_it_skipped() {
+    let tmp = TempPath::new("miss-damaged");
+    let k = key("matmul", "h", 64);
+    {
+        let db = Db::open(tmp.path()).unwrap();
+        let run = db.start_run(&new_run(&k, 1, 0)).unwrap();
+        db.record(run, &ok(1, 2.0)).unwrap();
+    }
+    tamper(tmp.path(), "UPDATE measurements SET median_s = 1e-3");
+    let db = Db::open_read_only(tmp.path()).unwrap();
+    let miss = db.winner(&k).err().unwrap();
+    assert!(
+        matches!(
+            miss,
+            strata_tuning_db::Miss::NoSuccess {
+                measured: 1,
+                damaged: 1,
+                ..
+            }
+        ),
+        "{miss:?}"
+    );
+    assert!(miss.to_string().contains("1 of them are damaged"), "{miss}");
+}
+
 /// Every covered column counts: a changed schedule, status, flag or setting is caught.
 #[test]
 fn each_covered_column_is_checked() {
