@@ -348,7 +348,8 @@ fn numbers_table(page: &mut String, e: &ReportEntry, rows: &[Row]) {
         })
     };
     let winner = e.winner.as_ref();
-    // The other time of a named measurement: its search row's, or its confirmation's.
+    // The other time of a named measurement: its search row's, or its confirmation's (not
+    // an unstable one: its times are not trusted).
     let other = |t: Option<&strata::tuning_db::TrialTime>, remeasured: bool| {
         let t = t?;
         rows.iter()
@@ -357,6 +358,7 @@ fn numbers_table(page: &mut String, e: &ReportEntry, rows: &[Row]) {
                     && r.m.trial == t.trial
                     && r.m.remeasured == remeasured
                     && r.m.schedule_hash == t.schedule_hash
+                    && r.m.status.is_ok()
             })
             .and_then(|r| r.m.median_s)
     };
