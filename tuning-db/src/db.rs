@@ -103,23 +103,27 @@ impl Db {
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Db, DbError> {
         let path = path.as_ref();
         check_path(path, false)?;
-        let err = |e| map_error(path, DEFAULT_BUSY_TIMEOUT, e);
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_URI;
-        let mode = ReadMode::for_file(path);
-        let conn = Connection::open_with_flags(uri(path, mode.query()), flags).map_err(err)?;
-        conn.busy_timeout(DEFAULT_BUSY_TIMEOUT).map_err(err)?;
-        checksum::register(&conn).map_err(err)?;
-        let db = Db {
-            conn,
-            path: path.to_path_buf(),
-            busy_timeout: DEFAULT_BUSY_TIMEOUT,
-        };
+        let db = Db::connect_reader(path, ReadMode::for_file(path)?)?;
         let kind = db.read(schema::classify)?;
         db.refuse_unless_ours(&kind)?;
         db.read_as_current(&kind)?;
         Ok(db)
+    }
+
+    /// Opens a read-only SQLite connection in `mode` (nothing is written).
+    fn connect_reader(path: &Path, mode: ReadMode) -> Result<Db, DbError> {
+        let err = |e| map_error(path, DEFAULT_BUSY_TIMEOUT, e);
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(uri(path, mode.query()), flags).map_err(err)?;
+        conn.busy_timeout(DEFAULT_BUSY_TIMEOUT).map_err(err)?;
+        checksum::register(&conn).map_err(err)?;
+        Ok(Db {
+            conn,
+            path: path.to_path_buf(),
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
+        })
     }
 
     /// The database file's path.
@@ -343,7 +347,7 @@ enum ReadMode {
     /// killed): its rows may be in the `-wal`, so it is read through it, with the `-shm`
     /// opened read-only (`readonly_shm`: SQLite then keeps its index of the `-wal` in
     /// memory when it cannot use the file's). A `-wal` without its `-shm` cannot be read
-    /// so; SQLite's error says which file is missing.
+    /// without creating one: [`DbError::NotReady`].
     WalShared,
     /// A WAL database without a `-wal` file: no writer has it open and every committed row
     /// is in the main file, read as `immutable` (no locks, no companion files). A writer
@@ -356,16 +360,22 @@ enum ReadMode {
 
 impl ReadMode {
     /// The mode for the file at `path`, from its header's format versions (offsets 18 and
-    /// 19: 2 is WAL) and whether a `-wal` lies beside it.
-    fn for_file(path: &Path) -> ReadMode {
+    /// 19: 2 is WAL) and the files beside it; [`DbError::NotReady`] for a `-wal` without its
+    /// `-shm`.
+    fn for_file(path: &Path) -> Result<ReadMode, DbError> {
         let mut header = [0u8; 20];
         let is_wal = std::fs::File::open(path)
             .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut header))
             .is_ok_and(|()| header[18] == 2 || header[19] == 2);
-        match (is_wal, companion(path, "-wal").exists()) {
-            (false, _) => ReadMode::Plain,
-            (true, true) => ReadMode::WalShared,
-            (true, false) => ReadMode::Immutable,
+        let beside = |suffix| companion(path, suffix).exists();
+        match (is_wal, beside("-wal"), beside("-shm")) {
+            (false, _, _) => Ok(ReadMode::Plain),
+            (true, false, _) => Ok(ReadMode::Immutable),
+            (true, true, true) => Ok(ReadMode::WalShared),
+            (true, true, false) => Err(DbError::NotReady {
+                path: path.to_path_buf(),
+                why: "has a -wal file without its -shm file (reading it would create one)".into(),
+            }),
         }
     }
 

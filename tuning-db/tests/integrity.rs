@@ -310,3 +310,34 @@ fn a_snapshot_does_not_see_rows_committed_after_its_first_read() {
     // Outside the snapshot, the new row is seen.
     assert_eq!(reader.report(None).unwrap()[0].best_median_s, Some(1e-3));
 }
+
+/// A `-wal` without its `-shm` (a copy that left it behind) cannot be read without creating
+/// one: the reader refuses, naming the missing file, and creates nothing.
+#[test]
+fn a_wal_without_its_shm_is_refused_untouched() {
+    let tmp = TempPath::new("walonly");
+    let copy = TempPath::new("walonly-copy");
+    let k = key("matmul", "h", 64);
+    tuned(tmp.path(), &k);
+    let writer = Db::open(tmp.path()).unwrap();
+    writer.start_run(&new_run(&k, 2, 1)).unwrap();
+    std::fs::copy(tmp.path(), copy.path()).unwrap();
+    let wal = |p: &Path| std::path::PathBuf::from(format!("{}-wal", p.display()));
+    std::fs::copy(wal(tmp.path()), wal(copy.path())).unwrap();
+    drop(writer);
+    let before = state(copy.path());
+    let err = Db::open_read_only(copy.path()).err().unwrap();
+    assert!(
+        matches!(err, strata_tuning_db::DbError::NotReady { .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("-wal file without its -shm"),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains(&copy.path().display().to_string()),
+        "{err}"
+    );
+    assert_eq!(state(copy.path()), before);
+}
