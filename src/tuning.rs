@@ -200,6 +200,7 @@ fn summary_json(r: &TuneResult, e: &ReportEntry) -> serde_json::Value {
             "default_confirmed_s": r.default_confirmed,
             "search_best": r.search_best,
             "confirmed_best": r.confirmed_best,
+            "unstable": r.unstable,
             "failures": r.failures,
         },
         "report": e,

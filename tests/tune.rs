@@ -2144,4 +2144,15 @@ fn unstable_confirmations_are_repeated_flagged_and_never_win() {
         text.contains("warning: unstable re-measurement: run 1 trial"),
         "{text}"
     );
+    let json = succeed(
+        tune_command(db.path(), MATMUL, MATMUL_32, &["--trials", "2", "--json"])
+            .env("STRATA_WORKER_FAULT", "unstable:("),
+    );
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let listed = json["run"]["unstable"].as_array().unwrap();
+    assert!(!listed.is_empty(), "{json}");
+    assert!(
+        listed[0]["detail"].as_str().unwrap().starts_with("search "),
+        "{json}"
+    );
 }
