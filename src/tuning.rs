@@ -119,6 +119,9 @@ fn summary_text(r: &TuneResult, e: &ReportEntry) -> String {
         "  confirmed best: {} (re-measured in a fresh worker)",
         run_trial(r.confirmed_best.as_ref())
     );
+    for u in &r.unstable {
+        let _ = writeln!(s, "  unstable: trial {}: {}", u.trial, u.detail);
+    }
     let _ = write!(s, "  winner in the database: {}", winner_text(e));
     s
 }
@@ -142,13 +145,39 @@ fn winner_text(e: &ReportEntry) -> String {
     };
     let speedup = e.speedup.map_or("-".into(), |x| format!("{x:.2}x"));
     format!(
-        "{} ({how}), run {} trial {}; speedup {speedup} over the default's {}; {}",
+        "{} ({how}), run {} trial {}; speedup {speedup} over the default's {}{}; {}",
         ms(Some(w.median_s)),
         w.run_id,
         w.trial,
         ms(e.default_median_s),
+        baseline_note(e),
         throughput(e)
     )
+}
+
+/// What the speedup's baseline is when the default's re-measurement was unstable: its
+/// search time (the unstable times decide nothing).
+fn baseline_note(e: &ReportEntry) -> &'static str {
+    let unstable_default = e.unstable.iter().any(|u| u.is_default);
+    if unstable_default && e.default_confirmed_s.is_none() {
+        " (search time: its re-measurement was unstable)"
+    } else {
+        ""
+    }
+}
+
+/// Warning lines for the rows a report entry left out or did not trust.
+fn entry_warnings(e: &ReportEntry) -> Vec<String> {
+    let damaged = e.damaged.iter().map(|d| format!("damaged record: {d}"));
+    let unstable = e.unstable.iter().map(|u| {
+        format!(
+            "unstable re-measurement: run {} trial {}: {}",
+            u.run_id,
+            u.trial,
+            printable(&u.detail)
+        )
+    });
+    damaged.chain(unstable).collect()
 }
 
 /// What the numbers mean: the trial count and the winner rule, said once under every report.
@@ -171,6 +200,7 @@ fn summary_json(r: &TuneResult, e: &ReportEntry) -> serde_json::Value {
             "default_confirmed_s": r.default_confirmed,
             "search_best": r.search_best,
             "confirmed_best": r.confirmed_best,
+            "unstable": r.unstable,
             "failures": r.failures,
         },
         "report": e,
@@ -187,8 +217,20 @@ pub fn report(
     html: Option<&Path>,
 ) -> Result<(), String> {
     let db = Db::open_read_only(db_path).map_err(|e| format!("error: {e}"))?;
-    let entries = db.report(kernel).map_err(|e| format!("error: {e}"))?;
+    // Everything the text, the JSON and the page show comes from one snapshot, so a tune
+    // committing meanwhile cannot make the page's summary and its tables disagree.
+    let (entries, page) = db
+        .snapshot(|db| {
+            let entries = db.report(kernel)?;
+            let page = html.map(|_| html_page(db, &entries));
+            Ok::<_, DbError>((entries, page))
+        })
+        .map_err(|e| format!("error: {e}"))?;
     if json {
+        // The text report has them in its entries; JSON readers see them here too.
+        for warning in entries.iter().flat_map(entry_warnings) {
+            eprintln!("warning: {warning}");
+        }
         crate::print_out(&serde_json::to_string_pretty(&entries).map_err(|e| e.to_string())?)?;
     } else if entries.is_empty() {
         crate::print_out(&format!(
@@ -202,15 +244,19 @@ pub fn report(
         let texts: Vec<String> = entries.iter().map(text_entry).collect();
         crate::print_out(&format!("{}\n{}", texts.join("\n"), notes()))?;
     }
-    if let Some(path) = html {
-        let nests: Vec<String> = entries.iter().map(|e| winner_loop_nest(&db, e)).collect();
-        let peak = html::Peak::measure_if_useful(&entries);
-        let page = html::page(&db, &entries, &nests, peak.as_ref());
+    if let (Some(path), Some(page)) = (html, page) {
         db.write_output(path, |out| Ok(out.write_all(page.as_bytes())?))
             .map_err(|e| format!("error: {e}"))?;
         crate::print_out(&format!("wrote {}", path.display()))?;
     }
     Ok(())
+}
+
+/// `report --html`'s page of `entries`, read from `db` (in the report's snapshot).
+fn html_page(db: &Db, entries: &[ReportEntry]) -> String {
+    let nests: Vec<String> = entries.iter().map(|e| winner_loop_nest(db, e)).collect();
+    let peak = html::Peak::measure_if_useful(entries);
+    html::page(db, entries, &nests, peak.as_ref())
 }
 
 fn ms(seconds: Option<f64>) -> String {
@@ -271,6 +317,9 @@ fn text_entry(e: &ReportEntry) -> String {
         "  trials: {} in {} run(s); failures: {failures}",
         e.trials, e.runs
     );
+    for warning in entry_warnings(e) {
+        let _ = writeln!(s, "  warning: {warning}");
+    }
     if let Some(schedule) = &e.best_schedule {
         let schedule = if schedule.is_empty() {
             "(the default schedule)"
@@ -344,16 +393,23 @@ fn kernel_of(source: &str, name: &str, hash: &str) -> Result<Pipeline, String> {
 
 pub fn export(db_path: &Path, out: Option<&Path>) -> Result<(), String> {
     let db = Db::open_read_only(db_path).map_err(|e| format!("error: {e}"))?;
-    let n = match out {
-        Some(path) => db.write_output(path, |file| db.export(file)),
-        None => match db.export(&mut std::io::stdout().lock()) {
-            // The reader stopped early (`strata db export | head`): end quietly, as
-            // `print_out` does.
-            Err(DbError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
-            written => written,
-        },
+    // The records and the list of those skipped as damaged, from one snapshot.
+    let exported = db.snapshot(|db| {
+        let n = match out {
+            Some(path) => db.write_output(path, |file| db.export(file)),
+            None => db.export(&mut std::io::stdout().lock()),
+        }?;
+        Ok((n, db.damaged(None)?))
+    });
+    let (n, damaged) = match exported {
+        // The reader stopped early (`strata db export | head`): end quietly, as
+        // `print_out` does.
+        Err(DbError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+        exported => exported.map_err(|e| format!("error: {e}"))?,
+    };
+    for row in &damaged {
+        eprintln!("warning: not exported: damaged record: {row}");
     }
-    .map_err(|e| format!("error: {e}"))?;
     eprintln!("exported {n} records");
     Ok(())
 }

@@ -2012,3 +2012,147 @@ fn run_without_check_reports_gflops_from_the_tuning_database() {
         missing.path().display()
     );
 }
+
+/// A file's bytes, compared whole but shown by length and a checksum.
+#[derive(PartialEq)]
+struct Content(Vec<u8>);
+
+impl std::fmt::Debug for Content {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sum = self
+            .0
+            .iter()
+            .fold(0u64, |h, &b| h.wrapping_mul(31).wrapping_add(b.into()));
+        write!(f, "{} bytes, sum {sum:016x}", self.0.len())
+    }
+}
+
+/// The database file and its companions (names starting with its name, by suffix), with
+/// their bytes.
+fn files_of(db: &Path) -> Vec<(String, Content)> {
+    let dir = db.parent().unwrap();
+    let name = db.file_name().unwrap().to_string_lossy().into_owned();
+    let mut files: Vec<(String, Content)> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&name))
+        .map(|n| {
+            let bytes = std::fs::read(dir.join(&n)).unwrap_or_default();
+            (n[name.len()..].to_string(), Content(bytes))
+        })
+        .collect();
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    files
+}
+
+/// Every command that opens the database read-only, each run once on `db`; the HTML page
+/// and the export file go to `out_dir`.
+fn run_every_reader(db: &Path, out_dir: &Path) {
+    let kernel = kernel_file(MATMUL);
+    let quick = [
+        "--shape",
+        MATMUL_32,
+        "--threads",
+        "1",
+        "--min-time",
+        "0.005",
+    ];
+    let html = out_dir.join("report.html");
+    let export = out_dir.join("export.jsonl");
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["report"],
+        vec!["report", "--json"],
+        vec!["report", "--html", html.to_str().unwrap()],
+        vec!["db", "export"],
+        vec!["db", "export", export.to_str().unwrap()],
+        [&["run", &kernel][..], &quick, &["--schedule", "best"]].concat(),
+        [&["compare", &kernel, "best", "default"][..], &quick].concat(),
+    ];
+    for args in commands {
+        let before = files_of(db);
+        succeed(strata().args(&args).arg("--db").arg(db));
+        assert_eq!(files_of(db), before, "strata {args:?} changed the database");
+    }
+}
+
+/// Read-only commands leave a WAL database exactly as found: closed (no `-wal`/`-shm`,
+/// none created), and while a writer has it open (its `-wal` and `-shm` byte for byte).
+#[test]
+fn readers_leave_the_database_and_its_companions_as_found() {
+    let db = tuned_matmul("readers-as-found");
+    let out_dir = std::env::temp_dir().join(format!(
+        "strata-readers-out-{}-{}",
+        std::process::id(),
+        db.path().file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let closed = files_of(db.path());
+    assert_eq!(
+        closed.len(),
+        1,
+        "a closed database has no companions: {closed:?}"
+    );
+    assert_eq!(std::fs::read(db.path()).unwrap()[18..20], [2, 2], "WAL");
+    run_every_reader(db.path(), &out_dir);
+    // A writer holding the file open, with a row in its -wal.
+    let writer = Db::open(db.path()).unwrap();
+    let (_, run) = writer.runs().unwrap().remove(0);
+    writer.start_run(&run.start).unwrap();
+    let open: Vec<String> = files_of(db.path()).into_iter().map(|f| f.0).collect();
+    assert_eq!(open, ["", "-shm", "-wal"]);
+    run_every_reader(db.path(), &out_dir);
+    drop(writer);
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+/// Re-measurements that keep disagreeing with their search times (the worker reports them
+/// 100 times slower, as a busy machine would) are measured three times, recorded as
+/// `unstable` with every time, never win, and the summary and report say so.
+#[test]
+fn unstable_confirmations_are_repeated_flagged_and_never_win() {
+    let db = TempDb::new("unstable");
+    let summary = succeed(
+        tune_command(db.path(), MATMUL, MATMUL_32, &["--trials", "3"])
+            .env("STRATA_WORKER_FAULT", "unstable:("),
+    );
+    let (_, ms) = runs(db.path()).remove(0);
+    let (flagged, trusted): (Vec<&Measurement>, Vec<&Measurement>) = ms
+        .iter()
+        .filter(|m| m.remeasured)
+        .partition(|m| !m.schedule.is_empty());
+    assert!(!flagged.is_empty(), "a candidate was re-measured");
+    for m in &flagged {
+        let strata::tuning_db::Status::Unstable(detail) = &m.status else {
+            panic!("not flagged: {m:?}");
+        };
+        let confirmations = detail.split("confirmations ").nth(1).unwrap();
+        assert_eq!(confirmations.matches(" ms").count(), 3, "{detail}");
+        assert!(
+            summary.contains(&format!("unstable: trial {}: search", m.trial)),
+            "{summary}"
+        );
+    }
+    assert_eq!(trusted.len(), 1, "the default's re-measurement");
+    assert!(trusted[0].status.is_ok(), "{:?}", trusted[0]);
+    let entry = report(db.path()).remove(0);
+    assert_eq!(entry.unstable.len(), flagged.len());
+    let winner = entry.winner.unwrap();
+    assert!(winner.remeasured && winner.trial == 0, "{winner:?}");
+    let text = succeed(strata().args(["report", "--db"]).arg(db.path()));
+    assert!(
+        text.contains("warning: unstable re-measurement: run 1 trial"),
+        "{text}"
+    );
+    let json = succeed(
+        tune_command(db.path(), MATMUL, MATMUL_32, &["--trials", "2", "--json"])
+            .env("STRATA_WORKER_FAULT", "unstable:("),
+    );
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let listed = json["run"]["unstable"].as_array().unwrap();
+    assert!(!listed.is_empty(), "{json}");
+    assert!(
+        listed[0]["detail"].as_str().unwrap().starts_with("search "),
+        "{json}"
+    );
+}

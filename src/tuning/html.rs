@@ -183,7 +183,7 @@ td.n{text-align:right;white-space:nowrap}\
 td.diff{font-family:monospace;font-size:12px;overflow-wrap:anywhere;max-width:34em}\
 .del,.add{white-space:nowrap}.del{color:#a11}.add{color:#161}.win{background:#eef8ee}\
 .plots{display:flex;flex-wrap:wrap;gap:1em}.plots svg{border:1px solid #ddd}\
-.note{color:#555;font-size:14px}\
+.note{color:#555;font-size:14px}.warn{color:#a11}\
 </style></head><body>";
 
 /// Every measurement of `e`'s key, runs in the order they started.
@@ -306,6 +306,9 @@ fn entry_section(
         e.trials,
         e.runs
     );
+    for warning in super::entry_warnings(e) {
+        let _ = write!(page, "<p class=warn>Warning: {}</p>", escape(&warning));
+    }
     numbers_table(page, e, rows);
     page.push_str("<div class=plots>");
     for svg in [
@@ -345,7 +348,8 @@ fn numbers_table(page: &mut String, e: &ReportEntry, rows: &[Row]) {
         })
     };
     let winner = e.winner.as_ref();
-    // The other time of a named measurement: its search row's, or its confirmation's.
+    // The other time of a named measurement: its search row's, or its confirmation's (not
+    // an unstable one: its times are not trusted).
     let other = |t: Option<&strata::tuning_db::TrialTime>, remeasured: bool| {
         let t = t?;
         rows.iter()
@@ -354,6 +358,7 @@ fn numbers_table(page: &mut String, e: &ReportEntry, rows: &[Row]) {
                     && r.m.trial == t.trial
                     && r.m.remeasured == remeasured
                     && r.m.schedule_hash == t.schedule_hash
+                    && r.m.status.is_ok()
             })
             .and_then(|r| r.m.median_s)
     };

@@ -164,14 +164,26 @@ pub struct TuneResult {
     pub default_confirmed: Option<f64>,
     /// This run's fastest search measurement (the default's included).
     pub search_best: Option<TrialTime>,
-    /// This run's fastest confirmed measurement (the default's included).
+    /// This run's fastest confirmed measurement (the default's included; unstable ones are
+    /// not confirmed).
     pub confirmed_best: Option<TrialTime>,
+    /// This run's unstable confirmations ([`MAX_DISAGREEMENT`]), which decide nothing.
+    pub unstable: Vec<UnstableTime>,
     /// The database's winner after this run (it may be an earlier run's): schedule, time.
     pub best: Option<(String, f64)>,
     /// The winner's row, with its run id and trial ([`strata_tuning_db::WINNER_RULE`]).
     pub winner: Option<Winner>,
     /// Failed trials by kind.
     pub failures: BTreeMap<String, u64>,
+}
+
+/// A confirmation of this run that kept disagreeing with its search time.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct UnstableTime {
+    /// The trial it re-measured (0: the default schedule).
+    pub trial: u64,
+    /// The times, in words ([`unstable_detail`]).
+    pub detail: String,
 }
 
 /// One timed measurement of this run, as the session remembers it.
@@ -192,8 +204,108 @@ enum Kind {
     Default,
     /// The next search trial.
     Search,
-    /// A re-measurement in the fresh worker of the run's end, of the given trial.
-    Confirm(u64),
+    /// A re-measurement in the fresh worker of the run's end, of the given trial, whose
+    /// search time was `search_s`.
+    Confirm {
+        /// The trial it confirms.
+        trial: u64,
+        /// That trial's search time, seconds.
+        search_s: f64,
+    },
+}
+
+/// What measuring a candidate gave, before it is recorded.
+struct Measured {
+    /// The last outcome.
+    outcome: Outcome,
+    /// How long measuring took, compiling included.
+    wall: Duration,
+    /// Every timed confirmation, in order (empty unless confirming).
+    confirmations: Vec<f64>,
+}
+
+/// How far a confirmation may be from its search time, either way, and still confirm it.
+/// Two workers' times of one schedule differ by noise, a few percent; twice or half is not
+/// the schedule but the machine (busy with something else during one of the two: the issue
+/// that led here saw a confirmation 140 times its search time, and took it as the winner's).
+pub const MAX_DISAGREEMENT: f64 = 2.0;
+
+/// How many more times a confirmation that disagrees with its search time is measured
+/// before it is recorded as unstable ([`Status::Unstable`]).
+pub const EXTRA_CONFIRMATIONS: usize = 2;
+
+/// What a schedule's confirmations so far say.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Verdict {
+    /// This confirmation (the last) agrees with the search time: it is the confirmed time.
+    Confirmed(f64),
+    /// None agrees yet, and another may be measured.
+    MeasureAgain,
+    /// None of the `1 + EXTRA_CONFIRMATIONS` agrees: the times are not trusted.
+    Unstable,
+}
+
+/// Whether `confirmed_s` is within [`MAX_DISAGREEMENT`] of `search_s`, either way.
+pub fn agrees(search_s: f64, confirmed_s: f64) -> bool {
+    let ratio = confirmed_s / search_s;
+    ratio.is_finite() && (1.0 / MAX_DISAGREEMENT..=MAX_DISAGREEMENT).contains(&ratio)
+}
+
+/// The verdict on the timed confirmations of a schedule measured at `search_s`, in order
+/// (measuring stops at the first that agrees).
+pub fn confirmation_verdict(search_s: f64, confirmations: &[f64]) -> Verdict {
+    match confirmations.last() {
+        Some(&t) if agrees(search_s, t) => Verdict::Confirmed(t),
+        Some(_) if confirmations.len() > EXTRA_CONFIRMATIONS => Verdict::Unstable,
+        _ => Verdict::MeasureAgain,
+    }
+}
+
+/// Why confirmations of a schedule measured at `search_s` are not trusted, in words; `None`
+/// when the last agrees, or none was timed (a failure is recorded as itself). A confirmation
+/// cut short (by the time budget) after disagreeing is not trusted either.
+pub fn unstable_detail(search_s: f64, confirmations: &[f64]) -> Option<String> {
+    let &last = confirmations.last()?;
+    if agrees(search_s, last) {
+        return None;
+    }
+    let times: Vec<String> = confirmations.iter().map(|&t| ms_text(t)).collect();
+    Some(format!(
+        "search {}, confirmations {}: more than {MAX_DISAGREEMENT}x apart, so none is trusted",
+        ms_text(search_s),
+        times.join(", ")
+    ))
+}
+
+/// Seconds as milliseconds with four significant decimals (`1.2000 ms`).
+fn ms_text(seconds: f64) -> String {
+    format!("{:.4} ms", seconds * 1e3)
+}
+
+/// Confirms a schedule measured at `search_s`: `measure` until a time agrees, at most
+/// `1 + EXTRA_CONFIRMATIONS` times ([`confirmation_verdict`]); a failure ends it at once.
+/// `None` when the first gave nothing to record (interrupted, out of time).
+fn confirm_with(
+    search_s: f64,
+    mut measure: impl FnMut() -> Option<(Outcome, Duration)>,
+) -> Option<Measured> {
+    let (mut outcome, mut wall) = measure()?;
+    let mut confirmations = Vec::new();
+    while let Outcome::Timed { median_s, .. } = outcome {
+        confirmations.push(median_s);
+        if confirmation_verdict(search_s, &confirmations) != Verdict::MeasureAgain {
+            break;
+        }
+        match measure() {
+            Some((next, took)) => (outcome, wall) = (next, wall + took),
+            None => break,
+        }
+    }
+    Some(Measured {
+        outcome,
+        wall,
+        confirmations,
+    })
 }
 
 /// Everything one run needs while it searches.
@@ -215,8 +327,10 @@ struct Session<'a> {
     failures: BTreeMap<String, u64>,
     /// Every timed search measurement of this run (the default's included).
     timed: Vec<Timed>,
-    /// Every confirmed measurement of this run.
+    /// Every confirmed measurement of this run (unstable ones are not).
     confirmed: Vec<Timed>,
+    /// Every unstable confirmation of this run.
+    unstable: Vec<UnstableTime>,
     /// One call's floating-point operations and bytes, for the throughput shown while tuning.
     work: (u64, u64),
 }
@@ -341,6 +455,7 @@ pub fn tune(
         failures: BTreeMap::new(),
         timed: Vec::new(),
         confirmed: Vec::new(),
+        unstable: Vec::new(),
         work: (float_ops, bytes),
     };
     // The expected answer stays until the re-measurement's fresh worker has read it.
@@ -378,6 +493,7 @@ pub fn tune(
         default_confirmed,
         search_best: fastest(&session.timed),
         confirmed_best: fastest(&session.confirmed),
+        unstable: session.unstable,
         best,
         winner,
         failures: session.failures,
@@ -687,62 +803,136 @@ impl Session<'_> {
         }
     }
 
-    /// Measures one candidate in the worker (starting one if needed) and records the result.
-    /// `None` for a failure, and for a measurement not recorded: interrupted, or cut off by
-    /// the time budget (not the candidate's doing: a resumed run measures it again).
+    /// Measures one candidate in the worker (starting one if needed) and records the result;
+    /// a confirmation that disagrees with its search time is measured again
+    /// ([`confirmation_verdict`]). `None` for a failure, an unstable confirmation, and a
+    /// measurement not recorded: interrupted, or cut off by the time budget (not the
+    /// candidate's doing: a resumed run measures it again).
     fn measure(&mut self, c: &Candidate, kind: Kind) -> Result<Option<f64>, TuneError> {
-        let cutoff = self.best_seconds.map(|b| b * 20.0);
         let request = Request {
             schedule: c.schedule.to_string(),
-            cutoff_s: cutoff,
+            cutoff_s: self.best_seconds.map(|b| b * 20.0),
+            confirm: kind.confirms(),
         };
+        let measured = match kind {
+            Kind::Confirm { search_s, .. } => {
+                confirm_with(search_s, || self.measure_once(&request, kind))
+            }
+            _ => self
+                .measure_once(&request, kind)
+                .map(|(outcome, wall)| Measured {
+                    outcome,
+                    wall,
+                    confirmations: Vec::new(),
+                }),
+        };
+        match measured {
+            Some(measured) => self.record(c, kind, request, measured),
+            None => Ok(None),
+        }
+    }
+
+    /// Runs `request` once in the worker; `None` when the outcome is not the candidate's to
+    /// record (interrupted, or the time budget ran out), else the outcome and its wall time.
+    fn measure_once(&mut self, request: &Request, kind: Kind) -> Option<(Outcome, Duration)> {
         let (limit, by_budget) = self.time_limit();
         if by_budget && limit.is_zero() {
             self.budget_hit = true;
-            return Ok(None);
+            return None;
         }
         // Ctrl-C abandons a search candidate at once; the final re-measurement runs on.
         let began = Instant::now();
-        let outcome = self.run_in_worker(&request, !kind.confirms(), limit);
+        let outcome = self.run_in_worker(request, !kind.confirms(), limit);
         let wall = began.elapsed();
         if self.interrupted(&outcome) {
-            return Ok(None);
+            return None;
         }
         if by_budget && matches!(outcome, Outcome::Timeout(_)) {
             self.budget_hit = true;
-            return Ok(None);
+            return None;
         }
+        Some((outcome, wall))
+    }
+
+    /// Records what measuring `c` gave, and remembers its time for the summary (an
+    /// unstable confirmation's among the unstable ones).
+    fn record(
+        &mut self,
+        c: &Candidate,
+        kind: Kind,
+        request: Request,
+        measured: Measured,
+    ) -> Result<Option<f64>, TuneError> {
         let trial = match kind {
             Kind::Default => 0,
             Kind::Search => {
                 self.trials += 1;
                 self.trials
             }
-            Kind::Confirm(trial) => trial,
+            Kind::Confirm { trial, .. } => trial,
         };
-        let (status, timing) = status_of(&outcome);
+        let (mut status, timing) = status_of(&measured.outcome);
+        if let Kind::Confirm { search_s, .. } = kind {
+            if let Some(why) = unstable_detail(search_s, &measured.confirmations) {
+                status = Status::Unstable(why.clone());
+                self.unstable.push(UnstableTime { trial, detail: why });
+            }
+        }
         if !status.is_ok() && !kind.confirms() {
             *self
                 .failures
                 .entry(status_kind(&status).to_string())
                 .or_default() += 1;
         }
-        let seconds = timing.map(|t| t.0);
+        let seconds = timing.filter(|_| status.is_ok()).map(|t| t.0);
         if let Some(t) = seconds {
-            let timed = Timed {
-                seconds: t,
-                schedule: request.schedule.clone(),
-                genome: c.genome.clone(),
-                trial,
-                wall,
-            };
-            if kind.confirms() {
-                self.confirmed.push(timed);
-            } else {
-                self.best_seconds = Some(self.best_seconds.map_or(t, |b| b.min(t)));
-                self.timed.push(timed);
-            }
+            self.remember(c, kind, &request.schedule, trial, t, measured.wall);
         }
+        let m = Measurement {
+            trial,
+            schedule: request.schedule,
+            schedule_hash: c.hash.clone(),
+            status,
+            median_s: timing.map(|t| t.0),
+            min_s: timing.map(|t| t.1),
+            max_s: timing.map(|t| t.2),
+            runs: timing.map_or(0, |t| t.3),
+            settings: self.settings(c, request.cutoff_s),
+            is_default: kind == Kind::Default || (kind.confirms() && trial == 0),
+            remeasured: kind.confirms(),
+            measured_at: now_rfc3339(),
+        };
+        self.db.record(self.run_id, &m)?;
+        Ok(seconds)
+    }
+
+    /// Keeps a trusted time for the summary (and, for a search time, the slow cutoff).
+    fn remember(
+        &mut self,
+        c: &Candidate,
+        kind: Kind,
+        schedule: &str,
+        trial: u64,
+        seconds: f64,
+        wall: Duration,
+    ) {
+        let timed = Timed {
+            seconds,
+            schedule: schedule.to_string(),
+            genome: c.genome.clone(),
+            trial,
+            wall,
+        };
+        if kind.confirms() {
+            self.confirmed.push(timed);
+        } else {
+            self.best_seconds = Some(self.best_seconds.map_or(seconds, |b| b.min(seconds)));
+            self.timed.push(timed);
+        }
+    }
+
+    /// A measurement's settings, as recorded (JSON).
+    fn settings(&self, c: &Candidate, cutoff: Option<f64>) -> String {
         let settings = serde_json::json!({
             "min_time_s": self.options.min_time.as_secs_f64(),
             "threads": self.options.threads,
@@ -752,22 +942,7 @@ impl Session<'_> {
             // time axis.
             "elapsed_s": self.started.elapsed().as_secs_f64(),
         });
-        let m = Measurement {
-            trial,
-            schedule: request.schedule,
-            schedule_hash: c.hash.clone(),
-            status,
-            median_s: seconds,
-            min_s: timing.map(|t| t.1),
-            max_s: timing.map(|t| t.2),
-            runs: timing.map_or(0, |t| t.3),
-            settings: settings.to_string(),
-            is_default: kind == Kind::Default || (kind.confirms() && trial == 0),
-            remeasured: kind.confirms(),
-            measured_at: now_rfc3339(),
-        };
-        self.db.record(self.run_id, &m)?;
-        Ok(seconds)
+        settings.to_string()
     }
 
     /// Whether `outcome` says the worker was interrupted rather than the candidate failing:
@@ -826,7 +1001,11 @@ impl Session<'_> {
                 schedule,
                 hash,
             };
-            self.measure(&candidate, Kind::Confirm(t.trial))?;
+            let kind = Kind::Confirm {
+                trial: t.trial,
+                search_s: t.seconds,
+            };
+            self.measure(&candidate, kind)?;
             spinner.inc(1);
             if self.budget_hit {
                 break;
@@ -913,7 +1092,7 @@ impl Session<'_> {
 impl Kind {
     /// Whether this is a re-measurement.
     fn confirms(self) -> bool {
-        matches!(self, Kind::Confirm(_))
+        matches!(self, Kind::Confirm { .. })
     }
 }
 
@@ -946,6 +1125,7 @@ pub fn status_kind(status: &Status) -> &'static str {
         Status::WrongAnswer(_) => "wrong answer",
         Status::Crash(_) => "crash",
         Status::Timeout(_) => "timeout",
+        Status::Unstable(_) => "unstable",
     }
 }
 
@@ -1020,11 +1200,16 @@ pub struct UsableWinner {
 // A miss is the cold path of a once-per-kernel lookup: its size does not matter.
 #[allow(clippy::result_large_err)]
 pub fn usable_winner(db: &Db, pipeline: &Pipeline, key: &TuningKey) -> Result<UsableWinner, Miss> {
-    let winners = db.ranked_winners(key)?;
+    let (winners, damaged) =
+        db.snapshot(|db| Ok::<_, Miss>((db.ranked_winners(key)?, db.damaged(Some(key))?)))?;
+    // Damaged rows never rank; say which were left out.
+    let mut skipped: Vec<String> = damaged
+        .iter()
+        .map(|d| format!("skipping a damaged record: {d}"))
+        .collect();
     if winners.is_empty() {
         return Err(db.explain_miss(key)?);
     }
-    let mut skipped = Vec::new();
     for winner in winners {
         match checked_schedule(pipeline, &winner.measurement.schedule) {
             Ok(schedule) => {
@@ -1051,4 +1236,109 @@ pub fn usable_winner(db: &Db, pipeline: &Pipeline, key: &TuningKey) -> Result<Us
 pub fn default_db_path() -> PathBuf {
     std::env::var_os("STRATA_DB")
         .map_or_else(|| Path::new("strata.db").to_path_buf(), PathBuf::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timed(median_s: f64) -> Option<(Outcome, Duration)> {
+        let outcome = Outcome::Timed {
+            median_s,
+            min_s: median_s,
+            max_s: median_s,
+            runs: 3,
+            compile_s: 0.0,
+        };
+        Some((outcome, Duration::from_millis(10)))
+    }
+
+    /// Within twice or half the search time agrees; further, or not a time, does not.
+    #[test]
+    fn agreement_is_within_the_stated_factor_either_way() {
+        assert!(agrees(1.0, 1.0));
+        assert!(agrees(1.0, MAX_DISAGREEMENT));
+        assert!(agrees(1.0, 1.0 / MAX_DISAGREEMENT));
+        assert!(!agrees(1.0, MAX_DISAGREEMENT * 1.01));
+        assert!(!agrees(1.0, 0.99 / MAX_DISAGREEMENT));
+        assert!(!agrees(1.2e-3, 168e-3), "the issue's 140x");
+        assert!(!agrees(0.0, 1.0));
+        assert!(!agrees(1.0, f64::NAN));
+    }
+
+    #[test]
+    fn the_verdict_measures_again_then_gives_up() {
+        let search = 1.2e-3;
+        assert_eq!(confirmation_verdict(search, &[]), Verdict::MeasureAgain);
+        assert_eq!(
+            confirmation_verdict(search, &[1.3e-3]),
+            Verdict::Confirmed(1.3e-3)
+        );
+        assert_eq!(
+            confirmation_verdict(search, &[168e-3]),
+            Verdict::MeasureAgain
+        );
+        assert_eq!(
+            confirmation_verdict(search, &[168e-3, 1.25e-3]),
+            Verdict::Confirmed(1.25e-3)
+        );
+        let all_slow = [168e-3, 170e-3, 171e-3];
+        assert_eq!(all_slow.len(), 1 + EXTRA_CONFIRMATIONS);
+        assert_eq!(confirmation_verdict(search, &all_slow), Verdict::Unstable);
+    }
+
+    #[test]
+    fn the_unstable_detail_names_every_time() {
+        let detail = unstable_detail(1.2e-3, &[168e-3, 170e-3, 171e-3]).unwrap();
+        assert_eq!(
+            detail,
+            "search 1.2000 ms, confirmations 168.0000 ms, 170.0000 ms, 171.0000 ms: more than \
+             2x apart, so none is trusted"
+        );
+        assert_eq!(unstable_detail(1.2e-3, &[168e-3, 1.25e-3]), None);
+        assert_eq!(unstable_detail(1.2e-3, &[]), None);
+        // Cut short after one disagreeing time: not trusted either.
+        assert!(unstable_detail(1.2e-3, &[168e-3]).is_some());
+    }
+
+    /// The loop with a measurement that stays slow: three measurements, all kept.
+    #[test]
+    fn a_confirmation_that_stays_slow_is_measured_three_times() {
+        let mut calls = 0;
+        let measured = confirm_with(1.2e-3, || {
+            calls += 1;
+            timed(0.168 + calls as f64 * 1e-3)
+        })
+        .unwrap();
+        assert_eq!(calls, 1 + EXTRA_CONFIRMATIONS);
+        assert_eq!(measured.confirmations, [0.169, 0.170, 0.171]);
+        assert_eq!(measured.wall, Duration::from_millis(30));
+        assert!(unstable_detail(1.2e-3, &measured.confirmations).is_some());
+    }
+
+    /// A slow first confirmation followed by one that agrees: that one is the time.
+    #[test]
+    fn a_confirmation_that_recovers_is_trusted() {
+        let mut times = vec![1.25e-3, 0.168].into_iter().collect::<Vec<_>>();
+        let measured = confirm_with(1.2e-3, || timed(times.pop().unwrap())).unwrap();
+        assert_eq!(measured.confirmations, [0.168, 1.25e-3]);
+        assert!(matches!(measured.outcome, Outcome::Timed { median_s, .. } if median_s == 1.25e-3));
+        assert_eq!(unstable_detail(1.2e-3, &measured.confirmations), None);
+    }
+
+    /// A failure ends the confirmation at once, as itself; nothing measured is `None`.
+    #[test]
+    fn a_failed_or_abandoned_confirmation_stops() {
+        let crash = || Some((Outcome::Crash("SIGSEGV".into()), Duration::ZERO));
+        let measured = confirm_with(1.2e-3, crash).unwrap();
+        assert!(matches!(measured.outcome, Outcome::Crash(_)));
+        assert!(measured.confirmations.is_empty());
+        assert!(confirm_with(1.2e-3, || None).is_none());
+        let mut first = true;
+        let cut_short = confirm_with(1.2e-3, || {
+            std::mem::take(&mut first).then(|| timed(0.168)).flatten()
+        })
+        .unwrap();
+        assert_eq!(cut_short.confirmations, [0.168]);
+    }
 }

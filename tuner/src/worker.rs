@@ -10,7 +10,8 @@
 //!
 //! For tests, `STRATA_WORKER_FAULT=kind:text[,kind:text]` makes the worker misbehave on
 //! candidates whose schedule text contains `text`: `crash` aborts the process, `hang` loops
-//! forever, `wrong` corrupts the answer.
+//! forever, `wrong` corrupts the answer, `unstable` reports a re-measurement's times 100
+//! times slower (as a machine busy during the re-measurement would).
 
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
@@ -68,6 +69,9 @@ pub struct Request {
     /// Stop timing early when the first run is this many seconds or slower (a candidate far
     /// slower than the best so far).
     pub cutoff_s: Option<f64>,
+    /// This is a re-measurement at the run's end (the fault `unstable` acts only on these).
+    #[serde(default)]
+    pub confirm: bool,
 }
 
 /// What measuring a candidate gave.
@@ -243,7 +247,11 @@ impl WorkerState {
         if let Err(e) = agree_within(&got, &self.expected, tolerance) {
             return Outcome::WrongAnswer(e);
         }
-        self.time(&kernel, &mut got, request.cutoff_s, compile_s)
+        let timed = self.time(&kernel, &mut got, request.cutoff_s, compile_s);
+        match fault {
+            Some("unstable") if request.confirm => slowed(timed, BUSY_FACTOR),
+            _ => timed,
+        }
     }
 
     /// One warm-up run, then repetitions for at least `min_time` (at least 3), unless the first
@@ -306,7 +314,7 @@ fn fault_for<'a>(faults: &'a str, schedule: &str) -> Option<&'a str> {
 /// The `(kind, text)` entries of `kind:text[,kind:text]`. Schedule text holds commas
 /// (`vectorize(x, 8)`), so an entry ends only at a comma that starts the next `kind:`.
 fn fault_entries(faults: &str) -> Vec<(&str, &str)> {
-    const KINDS: [&str; 3] = ["crash:", "hang:", "wrong:"];
+    const KINDS: [&str; 4] = ["crash:", "hang:", "wrong:", "unstable:"];
     let mut entries = Vec::new();
     let mut rest = faults;
     while let Some((kind, after)) = rest.split_once(':') {
@@ -319,6 +327,29 @@ fn fault_entries(faults: &str) -> Vec<(&str, &str)> {
         rest = after.get(end + 1..).unwrap_or("");
     }
     entries
+}
+
+/// How much slower the fault `unstable` makes a re-measurement: far past any agreement.
+const BUSY_FACTOR: f64 = 100.0;
+
+/// `outcome`'s times multiplied by `factor` (other outcomes as they are).
+fn slowed(outcome: Outcome, factor: f64) -> Outcome {
+    match outcome {
+        Outcome::Timed {
+            median_s,
+            min_s,
+            max_s,
+            runs,
+            compile_s,
+        } => Outcome::Timed {
+            median_s: median_s * factor,
+            min_s: min_s * factor,
+            max_s: max_s * factor,
+            runs,
+            compile_s,
+        },
+        other => other,
+    }
 }
 
 fn corrupt(b: &mut Buffer) {

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior};
 
+use crate::checksum;
 use crate::error::DbError;
 use crate::schema::{self, FileKind, MIGRATIONS, SCHEMA_VERSION};
 
@@ -94,52 +95,35 @@ impl Db {
 
     /// Opens an existing database for reading only (`report`, `export`, winner lookups).
     ///
-    /// Writes nothing and switches no mode, so it works on a read-only file or in a
-    /// read-only directory. Writing through the returned `Db` fails. A file this build
-    /// would have to set up or migrate first is [`DbError::NotReady`].
+    /// Leaves the file and its `-wal`/`-shm` exactly as found, creating none, so it also
+    /// works on a read-only file or in a read-only directory. Writing through the returned
+    /// `Db` fails. A file this build would have to set up or migrate first is
+    /// [`DbError::NotReady`]. How it reads depends on what lies beside the file
+    /// ([`ReadMode::for_file`]).
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Db, DbError> {
         let path = path.as_ref();
         check_path(path, false)?;
-        match Db::open_reader(path, false) {
-            // A WAL database in a directory we cannot write: SQLite cannot create the
-            // shared-memory index ("cannot open" or "read-only"). With no WAL file beside
-            // it, every committed row is in the main file, and nobody can start one here,
-            // so it is safe to read as immutable (without locks).
-            Err(e) if needs_immutable(&e) && !has_wal(path) => Db::open_reader(path, true),
-            result => result,
-        }
-        .map_err(|e| map_error(path, DEFAULT_BUSY_TIMEOUT, e))?
+        let db = Db::connect_reader(path, ReadMode::for_file(path)?)?;
+        let kind = db.read(schema::classify)?;
+        db.refuse_unless_ours(&kind)?;
+        db.read_as_current(&kind)?;
+        Ok(db)
     }
 
-    /// Connects read-only and classifies the file; the outer `Result` holds SQLite's
-    /// errors unmapped so [`Db::open_read_only`] can retry.
-    fn open_reader(path: &Path, immutable: bool) -> rusqlite::Result<Result<Db, DbError>> {
-        let conn = if immutable {
-            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX
-                | OpenFlags::SQLITE_OPEN_URI;
-            let uri = immutable_uri(path).ok_or_else(|| cannot_open(path))?;
-            Connection::open_with_flags(uri, flags)?
-        } else {
-            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-            Connection::open_with_flags(path, flags)?
-        };
-        conn.busy_timeout(DEFAULT_BUSY_TIMEOUT)?;
-        let kind = {
-            let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Deferred)?;
-            let kind = schema::classify(&tx)?;
-            tx.commit()?;
-            kind
-        };
-        let db = Db {
+    /// Opens a read-only SQLite connection in `mode` (nothing is written).
+    fn connect_reader(path: &Path, mode: ReadMode) -> Result<Db, DbError> {
+        let err = |e| map_error(path, DEFAULT_BUSY_TIMEOUT, e);
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(uri(path, mode.query()), flags).map_err(err)?;
+        conn.busy_timeout(DEFAULT_BUSY_TIMEOUT).map_err(err)?;
+        checksum::register(&conn).map_err(err)?;
+        Ok(Db {
             conn,
             path: path.to_path_buf(),
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
-        };
-        Ok(db
-            .refuse_unless_ours(&kind)
-            .and_then(|()| db.read_as_current(&kind))
-            .map(|()| db))
+        })
     }
 
     /// The database file's path.
@@ -158,6 +142,7 @@ impl Db {
         conn.busy_timeout(options.busy_timeout).map_err(err)?;
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(err)?;
+        checksum::register(&conn).map_err(err)?;
         conn.set_transaction_behavior(TransactionBehavior::Immediate);
         Ok(Db {
             conn,
@@ -281,9 +266,23 @@ impl Db {
         &self,
         f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> Result<T, DbError> {
+        self.snapshot(|db| f(&db.conn).map_err(|e| db.err(e)))
+    }
+
+    /// Runs `f` in one read transaction: every query it makes through `db` sees the
+    /// database as it was at the first of them, whatever other connections commit
+    /// meanwhile (a report during a tune shows one moment). Inside another snapshot, `f`
+    /// runs in that one. Writes through `db` inside `f` fail.
+    pub fn snapshot<T, E: From<DbError>>(
+        &self,
+        f: impl FnOnce(&Db) -> Result<T, E>,
+    ) -> Result<T, E> {
+        if !self.conn.is_autocommit() {
+            return f(self);
+        }
         let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Deferred)
             .map_err(|e| self.err(e))?;
-        let value = f(&tx).map_err(|e| self.err(e))?;
+        let value = f(self)?;
         tx.commit().map_err(|e| self.err(e))?;
         Ok(value)
     }
@@ -334,17 +333,60 @@ fn check_path(path: &Path, create: bool) -> Result<(), DbError> {
     }
 }
 
-/// Whether `e` is how SQLite refuses to read a WAL database it cannot write beside.
-fn needs_immutable(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly)
-    )
+/// How a reader opens a file so that it writes nothing, the `-wal` and `-shm` included.
+///
+/// A plain read-only SQLite connection to a WAL database creates `-wal` and `-shm` files when
+/// they are missing (and leaves them behind: only a writer may remove them), and writes its
+/// read marks into an existing `-shm`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReadMode {
+    /// Not a WAL database (the rollback journal, or not SQLite at all): SQLite's read-only
+    /// connection creates no file for it.
+    Plain,
+    /// A WAL database with a `-wal` file beside it (a writer has it open, or one was
+    /// killed): its rows may be in the `-wal`, so it is read through it, with the `-shm`
+    /// opened read-only (`readonly_shm`: SQLite then keeps its index of the `-wal` in
+    /// memory when it cannot use the file's). A `-wal` without its `-shm` cannot be read
+    /// without creating one: [`DbError::NotReady`].
+    WalShared,
+    /// A WAL database without a `-wal` file: no writer has it open and every committed row
+    /// is in the main file, read as `immutable` (no locks, no companion files). A writer
+    /// that opens it during the read writes to a new `-wal`, which this reader does not
+    /// see; only a checkpoint (at 1000 pages of `-wal`, or when that writer closes) writes
+    /// the main file, and a read during one may see pages of both moments (SQLite reports
+    /// that as corruption, or a torn row fails its checksum).
+    Immutable,
 }
 
-/// Whether a WAL file lies beside the database (its rows are not all in the main file).
-fn has_wal(path: &Path) -> bool {
-    companion(path, "-wal").exists()
+impl ReadMode {
+    /// The mode for the file at `path`, from its header's format versions (offsets 18 and
+    /// 19: 2 is WAL) and the files beside it; [`DbError::NotReady`] for a `-wal` without its
+    /// `-shm`.
+    fn for_file(path: &Path) -> Result<ReadMode, DbError> {
+        let mut header = [0u8; 20];
+        let is_wal = std::fs::File::open(path)
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut header))
+            .is_ok_and(|()| header[18] == 2 || header[19] == 2);
+        let beside = |suffix| companion(path, suffix).exists();
+        match (is_wal, beside("-wal"), beside("-shm")) {
+            (false, _, _) => Ok(ReadMode::Plain),
+            (true, false, _) => Ok(ReadMode::Immutable),
+            (true, true, true) => Ok(ReadMode::WalShared),
+            (true, true, false) => Err(DbError::NotReady {
+                path: path.to_path_buf(),
+                why: "has a -wal file without its -shm file (reading it would create one)".into(),
+            }),
+        }
+    }
+
+    /// The URI query that opens a file in this mode.
+    fn query(self) -> &'static str {
+        match self {
+            ReadMode::Plain => "mode=ro",
+            ReadMode::WalShared => "mode=ro&readonly_shm=1",
+            ReadMode::Immutable => "mode=ro&immutable=1",
+        }
+    }
 }
 
 /// `path` with SQLite's companion suffix (`-wal`, `-shm`, `-journal`) appended.
@@ -354,27 +396,20 @@ pub(crate) fn companion(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// A `file:` URI opening `path` as immutable; `None` for a path that is not UTF-8.
-fn immutable_uri(path: &Path) -> Option<String> {
+/// A `file:` URI naming `path` with `query`. Every byte but unreserved ASCII is
+/// percent-encoded, so any file name (not UTF-8, holding `?` or `#`) survives.
+fn uri(path: &Path, query: &str) -> String {
     let mut uri = String::from("file:");
-    for c in path.to_str()?.chars() {
-        // The characters a URI filename gives a meaning to, and ASCII controls.
-        if matches!(c, '%' | '?' | '#') || c.is_ascii_control() {
-            uri.push_str(&format!("%{:02X}", c as u32));
+    for &b in path.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            uri.push(b as char);
         } else {
-            uri.push(c);
+            uri.push_str(&format!("%{b:02X}"));
         }
     }
-    uri.push_str("?immutable=1");
-    Some(uri)
-}
-
-/// SQLite's "cannot open" error, for a path that cannot be written as a URI.
-fn cannot_open(path: &Path) -> rusqlite::Error {
-    rusqlite::Error::SqliteFailure(
-        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
-        Some(format!("cannot open {} read-only", path.display())),
-    )
+    uri.push('?');
+    uri.push_str(query);
+    uri
 }
 
 /// Whether `e` is SQLite's "busy" or "locked".

@@ -239,7 +239,7 @@ pub enum Miss {
     },
 
     /// The exact key was tuned but no candidate measured successfully.
-    #[error("kernel `{}` at shape {} on {target} with the {} backend was tuned, but none of its {measured} measurements succeeded", printable(kernel_name), printable(shape), printable(backend))]
+    #[error("kernel `{}` at shape {} on {target} with the {} backend was tuned, but none of its {measured} measurements succeeded{}", printable(kernel_name), printable(shape), printable(backend), damaged_note(*damaged))]
     NoSuccess {
         /// The kernel's name.
         kernel_name: String,
@@ -251,6 +251,8 @@ pub enum Miss {
         backend: String,
         /// How many measurements were recorded for the key.
         measured: u64,
+        /// How many of them are damaged (content not matching their checksum), so skipped.
+        damaged: u64,
     },
 
     /// The database failed while looking.
@@ -276,6 +278,17 @@ fn other_hashes_note(name: &str, others: &[String]) -> String {
         printable(name),
         printable(&shown.join(", "))
     )
+}
+
+/// "; N of them are damaged ..." when any are.
+fn damaged_note(damaged: u64) -> String {
+    match damaged {
+        0 => String::new(),
+        n => format!(
+            " or could be trusted: {n} of them are damaged (their content does not match \
+             their checksums) and were skipped"
+        ),
+    }
 }
 
 /// Targets as `<a>; <b>` for messages.

@@ -18,9 +18,10 @@
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 
-use rusqlite::{named_params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{named_params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
+use crate::checksum::VERIFIED_WHERE;
 use crate::db::Db;
 use crate::error::DbError;
 use crate::model::{Measurement, Run};
@@ -74,20 +75,21 @@ fn write_line(out: &mut dyn Write, line: &Line) -> Result<(), DbError> {
 
 impl Db {
     /// Writes every run, then every measurement, as JSON lines after a header; returns
-    /// the number of records written (header not counted). Reads one consistent snapshot.
+    /// the number of records written (header not counted). Reads one consistent snapshot
+    /// ([`Db::snapshot`]: call [`Db::damaged`] in the same one for what it skipped).
+    /// Damaged measurements (content not matching their checksum) are not written.
     pub fn export(&self, out: &mut dyn Write) -> Result<u64, DbError> {
-        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Deferred)
-            .map_err(|e| self.err(e))?;
-        let header = Line::Header {
-            format: EXPORT_FORMAT.into(),
-            version: EXPORT_VERSION,
-        };
-        write_line(out, &header)?;
-        let runs = self.export_runs(&tx, out)?;
-        let measurements = self.export_measurements(&tx, out)?;
-        tx.commit().map_err(|e| self.err(e))?;
-        out.flush()?;
-        Ok(runs + measurements)
+        self.snapshot(|db| {
+            let header = Line::Header {
+                format: EXPORT_FORMAT.into(),
+                version: EXPORT_VERSION,
+            };
+            write_line(out, &header)?;
+            let runs = db.export_runs(&db.conn, out)?;
+            let measurements = db.export_measurements(&db.conn, out)?;
+            out.flush()?;
+            Ok(runs + measurements)
+        })
     }
 
     /// Writes every run in insertion order; returns how many.
@@ -107,7 +109,7 @@ impl Db {
     fn export_measurements(&self, conn: &Connection, out: &mut dyn Write) -> Result<u64, DbError> {
         let sql = format!(
             "SELECT {MEASUREMENT_COLUMNS}, r.uid FROM measurements m
-             JOIN runs r ON m.run_id = r.id ORDER BY m.id"
+             JOIN runs r ON m.run_id = r.id WHERE {VERIFIED_WHERE} ORDER BY m.id"
         );
         let mut stmt = conn.prepare(&sql).map_err(|e| self.err(e))?;
         let rows = stmt

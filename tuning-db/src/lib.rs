@@ -60,6 +60,7 @@
 
 #![warn(missing_docs)]
 
+mod checksum;
 mod db;
 mod error;
 mod exchange;
@@ -76,8 +77,8 @@ pub use db::{Db, OpenOptions, DEFAULT_BUSY_TIMEOUT};
 pub use error::{short_hash, DbError, Miss};
 pub use exchange::{ImportCheck, EXPORT_FORMAT, EXPORT_VERSION};
 pub use model::{
-    canonical_shape, Measurement, NewRun, ReportEntry, Run, Status, Target, TrialTime, TuningKey,
-    Winner, DEFAULT_BACKEND, TRIAL_DEFINITION, WINNER_RULE,
+    canonical_shape, DamagedRow, Measurement, NewRun, ReportEntry, Run, Status, Target, TrialTime,
+    TuningKey, UnstableTime, Winner, DEFAULT_BACKEND, TRIAL_DEFINITION, WINNER_RULE,
 };
 pub use output::{check_replaceable, is_file_of_database, is_same_file, write_replacing};
 pub use plausible::MAX_RATE_PER_S;

@@ -122,7 +122,7 @@ pub struct Run {
 /// The outcome of measuring one candidate schedule.
 ///
 /// Stored as a kind column (`ok`, `compile_error`, `crash`, `timeout`, `wrong_answer`,
-/// `refused`) and a detail column.
+/// `refused`, `unstable`) and a detail column.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
 pub enum Status {
@@ -138,17 +138,22 @@ pub enum Status {
     WrongAnswer(String),
     /// Refused before running (invalid schedule, over a resource limit); why.
     Refused(String),
+    /// A re-measurement that kept disagreeing with the search time by more than the tuner's
+    /// stated factor (the machine was busy during one of them): the times, not trusted, so
+    /// never a winner or a baseline. Only re-measured rows have it.
+    Unstable(String),
 }
 
 impl Status {
     /// Every kind, in the order reports list them.
-    pub const KINDS: [&'static str; 6] = [
+    pub const KINDS: [&'static str; 7] = [
         "ok",
         "compile_error",
         "crash",
         "timeout",
         "wrong_answer",
         "refused",
+        "unstable",
     ];
 
     /// The kind as stored in the `status` column.
@@ -160,6 +165,7 @@ impl Status {
             Status::Timeout(_) => "timeout",
             Status::WrongAnswer(_) => "wrong_answer",
             Status::Refused(_) => "refused",
+            Status::Unstable(_) => "unstable",
         }
     }
 
@@ -171,7 +177,8 @@ impl Status {
             | Status::Crash(d)
             | Status::Timeout(d)
             | Status::WrongAnswer(d)
-            | Status::Refused(d) => Some(d),
+            | Status::Refused(d)
+            | Status::Unstable(d) => Some(d),
         }
     }
 
@@ -185,6 +192,7 @@ impl Status {
             "timeout" => Status::Timeout(d),
             "wrong_answer" => Status::WrongAnswer(d),
             "refused" => Status::Refused(d),
+            "unstable" => Status::Unstable(d),
             _ => return None,
         })
     }
@@ -247,6 +255,35 @@ pub const WINNER_RULE: &str = "the winner is the lowest median among confirmed m
      target and backend; search measurements compete only when nothing was confirmed; ties go \
      to the earlier run, then the lower trial";
 
+/// A measurement row whose content does not match its checksum: damaged on disk or edited
+/// behind the database's back. Winners, reports and exports skip it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DamagedRow {
+    /// The run's id in this file.
+    pub run_id: i64,
+    /// The run's uid (damaged itself when every row of the run is).
+    pub run_uid: String,
+    /// The measurement's row id in this file.
+    pub row_id: i64,
+    /// Its trial number, when that is still an integer.
+    pub trial: Option<i64>,
+}
+
+impl fmt::Display for DamagedRow {
+    /// `run 3 (uid …) trial 7 (row 12): its content does not match its checksum`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let trial = self.trial.map_or("?".to_string(), |t| t.to_string());
+        write!(
+            f,
+            "run {} ({}) trial {trial} (row {}): its content does not match its checksum, \
+             so it was skipped",
+            self.run_id,
+            printable(&self.run_uid),
+            self.row_id
+        )
+    }
+}
+
 /// One measurement a report names: its run, its trial and its median.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrialTime {
@@ -301,4 +338,24 @@ pub struct ReportEntry {
     pub bytes: u64,
     /// `(trial, median_s)` of every `ok` search measurement, in order (runs by start, then trial).
     pub series: Vec<(u64, f64)>,
+    /// The key's damaged rows ([`DamagedRow`]), left out of everything above.
+    #[serde(default)]
+    pub damaged: Vec<DamagedRow>,
+    /// The key's unstable re-measurements ([`Status::Unstable`]), which decide nothing above.
+    #[serde(default)]
+    pub unstable: Vec<UnstableTime>,
+}
+
+/// A re-measurement whose times disagreed with its search time ([`Status::Unstable`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnstableTime {
+    /// The run's id in this file.
+    pub run_id: i64,
+    /// The trial it re-measured (0: the default schedule).
+    pub trial: u64,
+    /// Whether it re-measured the default schedule (then the speedup's baseline is the
+    /// default's search time).
+    pub is_default: bool,
+    /// The times, in words (`search 1.2 ms, confirmations 168 ms, 170 ms, 171 ms`).
+    pub detail: String,
 }

@@ -3,12 +3,13 @@
 
 use std::collections::HashSet;
 
-use rusqlite::types::Type;
+use rusqlite::types::{Type, ValueRef};
 use rusqlite::{named_params, Connection, Row, ToSql};
 
+use crate::checksum::VERIFIED_WHERE;
 use crate::db::Db;
 use crate::error::{DbError, Miss};
-use crate::model::{Measurement, NewRun, Run, Status, Target, TuningKey, Winner};
+use crate::model::{DamagedRow, Measurement, NewRun, Run, Status, Target, TuningKey, Winner};
 use crate::plausible::PLAUSIBLE_WHERE;
 
 /// The condition selecting the runs (alias `r`) of one key; bind with [`key_params`].
@@ -32,6 +33,16 @@ pub(crate) fn key_params(key: &TuningKey) -> [(&'static str, &dyn ToSql); 6] {
 pub(crate) const MEASUREMENT_COLUMNS: &str = "m.trial, m.schedule, m.schedule_hash, m.status, \
      m.status_detail, m.median_s, m.min_s, m.max_s, m.runs, m.settings, m.is_default, \
      m.remeasured, m.measured_at";
+
+/// A value as text whatever its type (a damaged run uid may be a blob, or not UTF-8).
+fn lossy_text(value: ValueRef<'_>) -> String {
+    match value {
+        ValueRef::Text(b) | ValueRef::Blob(b) => String::from_utf8_lossy(b).into_owned(),
+        ValueRef::Integer(i) => i.to_string(),
+        ValueRef::Real(f) => f.to_string(),
+        ValueRef::Null => String::new(),
+    }
+}
 
 /// Reads a non-negative integer column as `u64`.
 pub(crate) fn get_u64(row: &Row<'_>, idx: usize) -> rusqlite::Result<u64> {
@@ -115,7 +126,8 @@ pub(crate) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<Run> {
 
 /// The `ok` measurements among the rows `filter` (on alias `m`) selects for `key`, best
 /// first: re-measured rows first, then fastest median; ties by run start, run uid, trial.
-/// Implausible times (not positive, or beyond any CPU's rate) never compete.
+/// Implausible times (not positive, or beyond any CPU's rate) and damaged rows (content not
+/// matching their checksum) never compete.
 pub(crate) fn ranked_where(
     conn: &Connection,
     key: &TuningKey,
@@ -125,7 +137,8 @@ pub(crate) fn ranked_where(
     let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
     let sql = format!(
         "SELECT {MEASUREMENT_COLUMNS}, r.id FROM measurements m JOIN runs r ON m.run_id = r.id
-         WHERE {KEY_WHERE} AND m.status = 'ok' AND {PLAUSIBLE_WHERE} AND ({filter})
+         WHERE {KEY_WHERE} AND m.status = 'ok' AND {PLAUSIBLE_WHERE} AND {VERIFIED_WHERE}
+             AND ({filter})
          ORDER BY m.remeasured DESC, m.median_s ASC, r.started_at, r.uid, m.trial
          LIMIT {limit}"
     );
@@ -209,10 +222,12 @@ impl Db {
             .map_err(|e| self.err(e))
     }
 
-    /// Every measurement of run `run_id`, in the order they were recorded.
+    /// Every measurement of run `run_id`, in the order they were recorded, except damaged
+    /// ones (content not matching its checksum: [`Db::damaged`] lists them).
     pub fn measurements(&self, run_id: i64) -> Result<Vec<Measurement>, DbError> {
         let sql = format!(
-            "SELECT {MEASUREMENT_COLUMNS} FROM measurements m WHERE m.run_id = ?1 ORDER BY m.id"
+            "SELECT {MEASUREMENT_COLUMNS} FROM measurements m JOIN runs r ON m.run_id = r.id
+             WHERE m.run_id = ?1 AND {VERIFIED_WHERE} ORDER BY m.id"
         );
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
         let rows = stmt
@@ -306,6 +321,7 @@ impl Db {
             target: key.target.clone(),
             backend: key.backend.clone(),
             measured: self.measurement_count(key)?,
+            damaged: self.damaged(Some(key))?.len() as u64,
         })
     }
 
@@ -362,6 +378,34 @@ impl Db {
         let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map(params, |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<_>>()
+            .map_err(|e| self.err(e))
+    }
+
+    /// The measurement rows whose content does not match their checksum (a byte changed
+    /// on disk, or a row edited behind the database's back), of `key` or of every key: what
+    /// winners, reports and exports skipped. By run id, then row.
+    pub fn damaged(&self, key: Option<&TuningKey>) -> Result<Vec<DamagedRow>, DbError> {
+        let (filter, params) = match key {
+            Some(key) => (KEY_WHERE, key_params(key).to_vec()),
+            None => ("1", Vec::new()),
+        };
+        let sql = format!(
+            "SELECT r.id, r.uid, m.id, CASE WHEN typeof(m.trial) = 'integer' THEN m.trial END
+             FROM measurements m JOIN runs r ON m.run_id = r.id
+             WHERE ({filter}) AND NOT coalesce({VERIFIED_WHERE}, 0) ORDER BY r.id, m.id"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(&params[..], |r| {
+                Ok(DamagedRow {
+                    run_id: r.get(0)?,
+                    run_uid: lossy_text(r.get_ref(1)?),
+                    row_id: r.get(2)?,
+                    trial: r.get(3)?,
+                })
+            })
             .map_err(|e| self.err(e))?;
         rows.collect::<rusqlite::Result<_>>()
             .map_err(|e| self.err(e))

@@ -2,6 +2,7 @@
 
 use rusqlite::{named_params, Connection, ErrorCode};
 
+use crate::checksum::{COVERED, FUNCTION};
 use crate::db::Db;
 use crate::error::DbError;
 use crate::model::{Measurement, NewRun};
@@ -138,7 +139,7 @@ pub(crate) fn insert_run_row(
 }
 
 /// Inserts one measurement row of run `run_id` with `verb` (`INSERT` or
-/// `INSERT OR IGNORE`); returns the number of rows inserted.
+/// `INSERT OR IGNORE`), with its checksum; returns the number of rows inserted.
 fn insert_measurement_with(
     conn: &Connection,
     verb: &str,
@@ -154,7 +155,7 @@ fn insert_measurement_with(
              :median_s, :min_s, :max_s, :runs, :settings, :is_default, :remeasured,
              :measured_at)"
     );
-    conn.execute(
+    let inserted = conn.execute(
         &sql,
         named_params! {
             ":run_id": run_id, ":trial": trial, ":schedule": m.schedule,
@@ -164,7 +165,22 @@ fn insert_measurement_with(
             ":settings": m.settings, ":is_default": m.is_default,
             ":remeasured": m.remeasured, ":measured_at": m.measured_at,
         },
-    )
+    )?;
+    if inserted > 0 {
+        store_checksum(conn, conn.last_insert_rowid())?;
+    }
+    Ok(inserted)
+}
+
+/// Computes and stores the checksum of measurement row `id` from its columns as stored (the
+/// same expression readers verify with), in the caller's transaction.
+fn store_checksum(conn: &Connection, id: i64) -> rusqlite::Result<()> {
+    let sql = format!(
+        "UPDATE measurements SET checksum = (SELECT {FUNCTION}({COVERED})
+             FROM measurements m JOIN runs r ON m.run_id = r.id WHERE m.id = ?1)
+         WHERE id = ?1"
+    );
+    conn.execute(&sql, [id]).map(|_| ())
 }
 
 /// Inserts a new measurement; a duplicate is an error.

@@ -5,24 +5,49 @@ use std::collections::BTreeMap;
 
 use rusqlite::{named_params, Connection};
 
+use crate::checksum::VERIFIED_WHERE;
 use crate::db::Db;
 use crate::error::DbError;
-use crate::model::{Measurement, ReportEntry, Target, TrialTime, TuningKey};
+use crate::model::{Measurement, ReportEntry, Target, TrialTime, TuningKey, UnstableTime};
 use crate::query::{best_where, get_opt_u64, get_u64, key_params, KEY_WHERE};
 
 impl Db {
     /// One entry per (kernel hash, shape, target, backend), sorted by kernel name, shape,
-    /// target, backend.
+    /// target, backend, all read from one snapshot ([`Db::snapshot`]): rows another
+    /// connection commits meanwhile are in none of them. Damaged rows are left out and
+    /// listed ([`ReportEntry::damaged`]).
     ///
     /// `kernel_filter` keeps only kernels whose name equals it or whose hash starts with it.
     pub fn report(&self, kernel_filter: Option<&str>) -> Result<Vec<ReportEntry>, DbError> {
-        let keys = self.keys(kernel_filter)?;
-        let mut entries = keys
-            .iter()
-            .map(|key| report_entry(&self.conn, key).map_err(|e| self.err(e)))
-            .collect::<Result<Vec<_>, _>>()?;
-        entries.sort_by(|a, b| sort_key(&a.key).cmp(&sort_key(&b.key)));
-        Ok(entries)
+        self.report_with_seam(kernel_filter, || {})
+    }
+
+    /// [`Db::report`], calling `after_first_read` once the snapshot is taken (after the
+    /// first query): the seam a test commits another connection's row through.
+    pub(crate) fn report_with_seam(
+        &self,
+        kernel_filter: Option<&str>,
+        after_first_read: impl FnOnce(),
+    ) -> Result<Vec<ReportEntry>, DbError> {
+        self.snapshot(|db| {
+            let keys = db.keys(kernel_filter)?;
+            after_first_read();
+            let mut entries = keys
+                .iter()
+                .map(|key| db.report_entry(key))
+                .collect::<Result<Vec<_>, _>>()?;
+            entries.sort_by(|a, b| sort_key(&a.key).cmp(&sort_key(&b.key)));
+            Ok(entries)
+        })
+    }
+
+    /// The entry of one key, with its damaged rows.
+    fn report_entry(&self, key: &TuningKey) -> Result<ReportEntry, DbError> {
+        let entry = report_entry(&self.conn, key).map_err(|e| self.err(e))?;
+        Ok(ReportEntry {
+            damaged: self.damaged(Some(&entry.key))?,
+            ..entry
+        })
     }
 
     /// Every distinct key in the runs table (kernel name from one of its runs; the
@@ -91,7 +116,7 @@ fn report_entry(conn: &Connection, key: &TuningKey) -> rusqlite::Result<ReportEn
             conn,
             &key,
             "SELECT count(*) FROM measurements m JOIN runs r ON m.run_id = r.id \
-             WHERE {KEY} AND m.remeasured = 0 AND m.is_default = 0",
+             WHERE {KEY} AND m.remeasured = 0 AND m.is_default = 0 AND {VERIFIED}",
         )?,
         failures: failures(conn, &key)?,
         default_median_s,
@@ -106,6 +131,8 @@ fn report_entry(conn: &Connection, key: &TuningKey) -> rusqlite::Result<ReportEn
         float_ops,
         bytes,
         series: series(conn, &key)?,
+        damaged: Vec::new(),
+        unstable: unstable(conn, &key)?,
         key,
     })
 }
@@ -146,9 +173,12 @@ fn latest_run_facts(
     })
 }
 
-/// Runs a `count(*)` query whose `{KEY}` is replaced by the key condition.
+/// Runs a `count(*)` query whose `{KEY}` is replaced by the key condition and `{VERIFIED}`
+/// by the checksum's.
 fn count(conn: &Connection, key: &TuningKey, sql: &str) -> rusqlite::Result<u64> {
-    let sql = sql.replace("{KEY}", KEY_WHERE);
+    let sql = sql
+        .replace("{KEY}", KEY_WHERE)
+        .replace("{VERIFIED}", VERIFIED_WHERE);
     conn.query_row(&sql, &key_params(key)[..], |r| get_u64(r, 0))
 }
 
@@ -156,7 +186,8 @@ fn count(conn: &Connection, key: &TuningKey, sql: &str) -> rusqlite::Result<u64>
 fn failures(conn: &Connection, key: &TuningKey) -> rusqlite::Result<BTreeMap<String, u64>> {
     let sql = format!(
         "SELECT m.status, count(*) FROM measurements m JOIN runs r ON m.run_id = r.id
-         WHERE {KEY_WHERE} AND m.status != 'ok' AND m.remeasured = 0 GROUP BY m.status"
+         WHERE {KEY_WHERE} AND m.status != 'ok' AND m.remeasured = 0 AND {VERIFIED_WHERE}
+         GROUP BY m.status"
     );
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt.query_map(&key_params(key)[..], |r| Ok((r.get(0)?, get_u64(r, 1)?)))?;
@@ -169,9 +200,106 @@ fn series(conn: &Connection, key: &TuningKey) -> rusqlite::Result<Vec<(u64, f64)
     let sql = format!(
         "SELECT m.trial, m.median_s FROM measurements m JOIN runs r ON m.run_id = r.id
          WHERE {KEY_WHERE} AND m.status = 'ok' AND m.median_s IS NOT NULL AND m.remeasured = 0
+             AND {VERIFIED_WHERE}
          ORDER BY r.started_at, r.uid, m.trial, m.schedule_hash"
     );
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt.query_map(&key_params(key)[..], |r| Ok((get_u64(r, 0)?, r.get(1)?)))?;
     rows.collect()
+}
+
+/// The key's unstable re-measurements, runs by start, then trial.
+fn unstable(conn: &Connection, key: &TuningKey) -> rusqlite::Result<Vec<UnstableTime>> {
+    let sql = format!(
+        "SELECT r.id, m.trial, m.is_default, coalesce(m.status_detail, '')
+         FROM measurements m JOIN runs r ON m.run_id = r.id
+         WHERE {KEY_WHERE} AND m.status = 'unstable' AND {VERIFIED_WHERE}
+         ORDER BY r.started_at, r.uid, m.trial"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(&key_params(key)[..], |r| {
+        Ok(UnstableTime {
+            run_id: r.get(0)?,
+            trial: get_u64(r, 1)?,
+            is_default: r.get(2)?,
+            detail: r.get(3)?,
+        })
+    })?;
+    rows.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Db, Measurement, NewRun, Status, Target, TuningKey};
+
+    fn key() -> TuningKey {
+        TuningKey {
+            kernel_hash: "h".into(),
+            kernel_name: "k".into(),
+            shape: "N=8".into(),
+            target: Target {
+                cpu_model: "cpu".into(),
+                features: String::new(),
+                threads: 1,
+            },
+            backend: "cranelift".into(),
+        }
+    }
+
+    fn measured(trial: u64, seconds: f64) -> Measurement {
+        Measurement {
+            trial,
+            schedule: format!("s{trial}"),
+            schedule_hash: format!("h{trial}"),
+            status: Status::Ok,
+            median_s: Some(seconds),
+            min_s: Some(seconds),
+            max_s: Some(seconds),
+            runs: 3,
+            settings: "{}".into(),
+            is_default: trial == 0,
+            remeasured: false,
+            measured_at: "t".into(),
+        }
+    }
+
+    /// A report's queries after its first see nothing another connection commits after it:
+    /// the faster trial committed between them is in no part of the entry.
+    #[test]
+    fn a_report_reads_one_snapshot() {
+        let path =
+            std::env::temp_dir().join(format!("strata-report-snapshot-{}.db", std::process::id()));
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+        let writer = Db::open(&path).unwrap();
+        let run = writer
+            .start_run(&NewRun {
+                key: key(),
+                kernel_source: "src".into(),
+                strata_version: "0".into(),
+                strategy: "random".into(),
+                seed: 1,
+                budget_trials: None,
+                budget_seconds: None,
+                float_ops: None,
+                bytes: 8,
+                started_at: "t".into(),
+            })
+            .unwrap();
+        writer.record(run, &measured(0, 2e-3)).unwrap();
+        let reader = Db::open_read_only(&path).unwrap();
+        let entries = reader
+            .report_with_seam(None, || writer.record(run, &measured(1, 1e-3)).unwrap())
+            .unwrap();
+        let e = &entries[0];
+        let seen = (e.trials, e.series.len(), e.best_median_s);
+        let later = &reader.report(None).unwrap()[0];
+        drop((reader, writer));
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+        assert_eq!(seen, (0, 1, Some(2e-3)), "the report saw a later commit");
+        assert_eq!((later.trials, later.best_median_s), (1, Some(1e-3)));
+    }
 }

@@ -7,6 +7,8 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
+use crate::checksum::{self, COVERED, FUNCTION};
+
 /// The SQLite `application_id` of a strata tuning database (`"STRA"` in ASCII).
 pub const APPLICATION_ID: i32 = 0x5354_5241;
 
@@ -94,6 +96,18 @@ WHERE remeasured = 1 AND EXISTS (
       AND s.remeasured = 0);
 "#;
 
+/// Version 4: every measurement row carries a checksum of its content
+/// ([`crate::checksum`]), so a damaged row is found and skipped rather than trusted.
+/// Rows of older versions get theirs computed here, from their content as it is now.
+const V4: &str = r#"
+ALTER TABLE measurements ADD COLUMN checksum TEXT NOT NULL DEFAULT '';
+UPDATE measurements SET checksum = (
+    SELECT strata_measurement_checksum(r.uid, m.trial, m.schedule, m.schedule_hash, m.status,
+        m.status_detail, m.median_s, m.min_s, m.max_s, m.runs, m.settings, m.is_default,
+        m.remeasured, m.measured_at)
+    FROM measurements m JOIN runs r ON m.run_id = r.id WHERE m.id = measurements.id);
+"#;
+
 /// The schema's history, oldest first; versions are 1, 2, 3, … in order. A step is never
 /// edited once released: files in the field were made by it.
 pub const MIGRATIONS: &[Migration] = &[
@@ -109,6 +123,10 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 3,
         sql: V3,
     },
+    Migration {
+        version: 4,
+        sql: V4,
+    },
 ];
 
 /// The schema version this build writes: the last migration's.
@@ -123,21 +141,35 @@ pub(crate) fn reader_views(from: i64) -> Option<String> {
         // Version 2 added `runs.backend`; every version-1 run was Cranelift's.
         1 => Some(format!(
             "CREATE TEMP VIEW runs AS SELECT *, 'cranelift' AS backend FROM main.runs; \
-             {RENUMBERED_VIEW}"
+             {RENUMBERED_VIEW} {}",
+            checksummed_view("temp.renumbered")
         )),
-        2 => Some(RENUMBERED_VIEW.to_string()),
+        2 => Some(format!(
+            "{RENUMBERED_VIEW} {}",
+            checksummed_view("temp.renumbered")
+        )),
+        3 => Some(checksummed_view("main.measurements")),
         _ => None,
     }
 }
 
-/// Version 3's renumbering of re-measurements, as a view of an older file.
-const RENUMBERED_VIEW: &str = "CREATE TEMP VIEW measurements AS SELECT m.id, m.run_id,
+/// Version 3's renumbering of re-measurements, as a view (`renumbered`) of an older file.
+const RENUMBERED_VIEW: &str = "CREATE TEMP VIEW renumbered AS SELECT m.id, m.run_id,
     CASE WHEN m.remeasured = 1 THEN coalesce((SELECT min(s.trial) FROM main.measurements s
         WHERE s.run_id = m.run_id AND s.schedule_hash = m.schedule_hash AND s.remeasured = 0),
         m.trial) ELSE m.trial END AS trial,
     m.schedule, m.schedule_hash, m.status, m.status_detail, m.median_s, m.min_s, m.max_s,
     m.runs, m.settings, m.is_default, m.remeasured, m.measured_at
     FROM main.measurements m;";
+
+/// Version 4's checksums, as the view `measurements` of `table` (a file older than version
+/// 4): computed from the rows as they are, as the migration would.
+fn checksummed_view(table: &str) -> String {
+    format!(
+        "CREATE TEMP VIEW measurements AS SELECT m.*, {FUNCTION}({COVERED}) AS checksum \
+         FROM {table} m JOIN main.runs r ON m.run_id = r.id;"
+    )
+}
 
 /// What a file holds, as far as opening it is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,6 +246,8 @@ pub(crate) fn migrate(
     from: i64,
     migrations: &[Migration],
 ) -> rusqlite::Result<i64> {
+    // Version 4's step calls the checksum function.
+    checksum::register(conn)?;
     let mut version = from;
     for step in migrations.iter().filter(|m| m.version > from) {
         conn.execute_batch(step.sql)?;
@@ -235,7 +269,7 @@ mod tests {
 
     /// A trivial version after the last, to exercise the mechanism.
     const TEST_NEXT: Migration = Migration {
-        version: 4,
+        version: 5,
         sql: "ALTER TABLE runs ADD COLUMN note TEXT; \
               CREATE TABLE tags (run_id INTEGER REFERENCES runs (id), tag TEXT);",
     };
@@ -265,15 +299,21 @@ mod tests {
              VALUES ('u', 'h', 'k', 'src', 'M=1', 'cpu', '', 1, '0.1.0', 'random', 7, 8, 't')",
         )
         .unwrap();
-        let steps = [MIGRATIONS[0], MIGRATIONS[1], MIGRATIONS[2], TEST_NEXT];
-        assert_eq!(migrate(&conn, 3, &steps).unwrap(), 4);
-        assert_eq!(classify(&conn).unwrap(), FileKind::Strata(4));
+        let steps = [
+            MIGRATIONS[0],
+            MIGRATIONS[1],
+            MIGRATIONS[2],
+            MIGRATIONS[3],
+            TEST_NEXT,
+        ];
+        assert_eq!(migrate(&conn, 4, &steps).unwrap(), 5);
+        assert_eq!(classify(&conn).unwrap(), FileKind::Strata(5));
         let note: Option<String> = conn
             .query_row("SELECT note FROM runs WHERE uid = 'u'", [], |r| r.get(0))
             .unwrap();
         assert_eq!(note, None);
-        // Already at 4: nothing to do.
-        assert_eq!(migrate(&conn, 4, &steps).unwrap(), 4);
+        // Already at 5: nothing to do.
+        assert_eq!(migrate(&conn, 5, &steps).unwrap(), 5);
     }
 
     /// Version 2 gives every run of a version-1 file the backend `cranelift`.
@@ -347,7 +387,7 @@ mod tests {
                 .unwrap()
         };
         let before = count(&conn);
-        assert_eq!(migrate(&conn, 2, MIGRATIONS).unwrap(), 3);
+        assert_eq!(migrate(&conn, 2, &MIGRATIONS[..3]).unwrap(), 3);
         assert_eq!(count(&conn), before, "no row lost or added");
         let renumbered = remeasured_trials(&conn, "measurements");
         let expected = [(2, "h2"), (1, "h1"), (4, "h1"), (0, "h0")];
@@ -370,6 +410,28 @@ mod tests {
         assert_eq!(trials, [2, 1, 1, 0]);
         assert_eq!(remeasured_trials(&conn, "main.measurements"), stored);
         assert!(stored.iter().all(|t| t.0 >= 3), "{stored:?}");
+    }
+
+    /// Version 4 gives every older row the checksum of its content, so each verifies, and
+    /// a row changed afterwards does not.
+    #[test]
+    fn version_4_checksums_older_rows() {
+        let conn = Connection::open_in_memory().unwrap();
+        v2_with_old_remeasurements(&conn);
+        migrate(&conn, 2, &MIGRATIONS[..3]).unwrap();
+        assert_eq!(migrate(&conn, 3, MIGRATIONS).unwrap(), 4);
+        let verified = |c: &Connection| -> i64 {
+            let sql = format!(
+                "SELECT count(*) FROM measurements m JOIN runs r ON m.run_id = r.id
+                 WHERE {}",
+                crate::checksum::VERIFIED_WHERE
+            );
+            c.query_row(&sql, [], |r| r.get(0)).unwrap()
+        };
+        assert_eq!(verified(&conn), 8, "every row verifies");
+        conn.execute("UPDATE measurements SET median_s = 0.1 WHERE trial = 3", [])
+            .unwrap();
+        assert_eq!(verified(&conn), 7);
     }
 
     #[test]
