@@ -851,6 +851,7 @@ fn kernel(body: Stmt) -> LoweredKernel {
         output_region: vec![],
         domain_bounds: vec![],
         serial_vectors: vec![],
+        conditions: vec![],
         body,
     }
 }
