@@ -2,9 +2,11 @@
 //!
 //! The kernel becomes one entry function `entry(frame: *const u64)`; the frame holds, in
 //! order, one pointer per buffer (inputs, then the output), each size variable, each scalar
-//! parameter (its bits, zero-extended) and the thread count. Each parallel loop body becomes a
-//! function `body(ctx, lo, hi)` called through the runtime's `strata_parallel_for`; `ctx` points
-//! to a copy of every value in scope where the loop starts.
+//! parameter (its bits, zero-extended), the thread count and the call's profiling counters
+//! (`crate::profile::ProfileState`, null unless profiled; read only by code compiled with
+//! `CodegenOptions::profile`). Each parallel loop body becomes a function `body(ctx, lo, hi)`
+//! called through the runtime's `strata_parallel_for` (which also gets the counters); `ctx`
+//! points to a copy of every value in scope where the loop starts.
 
 mod address;
 mod alloc;
