@@ -162,6 +162,35 @@ fn reading_outside_an_input_without_boundary_is_an_error() {
     );
 }
 
+/// An empty input has no edge for `clamp_edge` or the mirrors to repeat: the error names the
+/// input and its empty dimension (it said the input "has no boundary condition"). A constant
+/// exterior answers every read.
+#[test]
+fn an_empty_input_has_no_edge_to_repeat() {
+    for boundary in ["clamp_edge", "mirror", "mirror_interior"] {
+        let k = kernel(&format!(
+            "kernel k(A: i32[N, M] with {boundary}, B: i32[L]) -> O: i32[L] {{ O(i) = A(i - 1, 0) + B(i); }}"
+        ));
+        let args = Args::new()
+            .buffer("A", Buffer::from_vec(&[3, 0], Vec::<i32>::new()).unwrap())
+            .buffer("B", Buffer::from_vec(&[2], vec![1, 2]).unwrap());
+        let err = evaluate(&k, &args).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "input `A` is read at 0..=0 in dimension 1, but that dimension is empty (extent 0): an empty input has no element to read and no edge for `clamp_edge` or `mirror` to repeat (only a `constant(v)` boundary gives such reads a value)",
+            "{boundary}"
+        );
+    }
+    let k = kernel(
+        "kernel k(A: i32[N, M] with constant(9), B: i32[L]) -> O: i32[L] { O(i) = A(i - 1, 0) + B(i); }",
+    );
+    let args = Args::new()
+        .buffer("A", Buffer::from_vec(&[3, 0], Vec::<i32>::new()).unwrap())
+        .buffer("B", Buffer::from_vec(&[2], vec![1, 2]).unwrap());
+    let out = evaluate(&k, &args).unwrap();
+    assert_eq!(out.as_slice::<i32>().unwrap(), &[10, 11]);
+}
+
 #[test]
 fn select_evaluates_only_the_branch_it_picks() {
     let src = "kernel k(A: i32[N]) -> O: i32[N] { O(i) = select(i > 0, A(i - 1), 0); }";
