@@ -70,6 +70,16 @@ pub enum EvalError {
         /// The highest index needed there.
         hi: i64,
     },
+    /// The memory for a function's values could not be allocated.
+    #[error("could not allocate {bytes} bytes for the {elements} values of `{func}` the reference evaluator computes")]
+    OutOfMemory {
+        /// The function.
+        func: String,
+        /// The values it holds.
+        elements: usize,
+        /// The bytes they need.
+        bytes: usize,
+    },
     /// A read outside an input without a boundary condition.
     #[error("input `{input}` read at {index:?}, outside its shape {shape:?}, and it has no boundary condition")]
     OutOfBounds {
@@ -556,7 +566,15 @@ impl<'a> Evaluator<'a> {
     /// Computes `func` over `region`: the pure definition at every point, then each update.
     fn realize(&mut self, func: &'a Func, region: &[Interval]) -> EResult<()> {
         let extents: Vec<i64> = region.iter().map(|r| r.len() as i64).collect();
-        let mut values = Vec::with_capacity(extents.iter().product::<i64>().max(0) as usize);
+        let elements = extents.iter().product::<i64>().max(0) as usize;
+        let mut values = Vec::new();
+        values
+            .try_reserve_exact(elements)
+            .map_err(|_| EvalError::OutOfMemory {
+                func: func.name.clone(),
+                elements,
+                bytes: elements.saturating_mul(std::mem::size_of::<Value>()),
+            })?;
         let mut scope: Scope<'a> = Vec::new();
         for_each_point(&extents, &mut |point| {
             scope.clear();

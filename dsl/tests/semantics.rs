@@ -350,3 +350,29 @@ fn float_operations_are_counted_as_the_algorithm_states_them() {
         strata_dsl::evaluate_counting(&int_kernel, &Args::new().buffer("A", a)).unwrap();
     assert_eq!(work.float_ops, 0);
 }
+
+/// The fallible copies the tuner and `strata run` use give what the infallible ones give, and
+/// a size no machine has is an error naming its bytes, not an abort.
+#[test]
+fn fallible_buffer_copies_agree_and_name_what_does_not_fit() {
+    let b = Buffer::from_vec(&[2, 3], vec![1.5f32, -2.0, 0.0, 7.25, 3.0, -0.5]).unwrap();
+    assert_eq!(b.try_clone().unwrap(), b);
+    let bytes = b.try_to_bytes().unwrap();
+    assert_eq!(bytes, b.to_bytes());
+    assert_eq!(Buffer::from_bytes(Dtype::F32, &[2, 3], &bytes).unwrap(), b);
+    assert_eq!(
+        Buffer::from_bytes(Dtype::F32, &[2, 3], &bytes[..20])
+            .unwrap_err()
+            .to_string(),
+        "a buffer of shape [2, 3] needs 6 elements, found 5"
+    );
+    assert_eq!(
+        Buffer::zeros(Dtype::F64, &[1 << 31, 1 << 30])
+            .unwrap_err()
+            .to_string(),
+        format!(
+            "could not allocate {} bytes for a buffer of shape [2147483648, 1073741824]",
+            (1usize << 61).saturating_mul(8)
+        )
+    );
+}
