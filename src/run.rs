@@ -325,7 +325,7 @@ pub fn measure(
         (None, None, None)
     };
     let bytes = args.buffers.values().map(buffer_bytes).sum::<usize>() + buffer_bytes(&first);
-    let mut output = first.clone();
+    let mut output = first.try_clone().map_err(|e| format!("error: {e}"))?;
     let mut times = time_runs(
         &kernel,
         args,

@@ -2156,3 +2156,35 @@ fn unstable_confirmations_are_repeated_flagged_and_never_win() {
         "{json}"
     );
 }
+
+/// Issue 19: under a memory limit, the reference answer for `matmul` at 8192 x 8192 (1 GiB of
+/// values in the reference evaluator) aborted the tuner with SIGABRT ("memory allocation of
+/// 1073741824 bytes failed"). It is an error naming the size, and the exit status says so.
+#[test]
+fn an_allocation_past_a_memory_limit_is_an_error_naming_its_size() {
+    let db = TempDb::new("memory-limit");
+    let tune = tune_command(
+        db.path(),
+        MATMUL,
+        "M=8192,N=8192,K=2",
+        &["--trials", "3", "--time", "60"],
+    );
+    // About 1 GB of address space: the command starts (it reserves about 0.6 GB here), the
+    // 1 GiB of values cannot fit.
+    let mut limited = Command::new("sh");
+    limited
+        .arg("-c")
+        .arg("ulimit -v 1000000 && exec \"$0\" \"$@\"")
+        .arg(tune.get_program())
+        .args(tune.get_args());
+    for (name, value) in tune.get_envs() {
+        match value {
+            Some(value) => limited.env(name, value),
+            None => limited.env_remove(name),
+        };
+    }
+    fail(
+        &mut limited,
+        "could not allocate 1073741824 bytes for the 67108864 values of `C`",
+    );
+}

@@ -131,15 +131,30 @@ pub fn element_count(shape: &[usize]) -> Result<usize, ShapeError> {
         .ok_or_else(|| ShapeError::TooLarge(shape.to_vec()))
 }
 
-/// `n` copies of `value`, or an error instead of an abort when the memory is not there.
-fn filled<T: Clone>(shape: &[usize], n: usize, value: T) -> Result<Vec<T>, ShapeError> {
+/// `n` copies of `value` (the elements of a buffer of `shape`), or an error instead of an abort
+/// when the memory is not there.
+pub fn filled<T: Clone>(shape: &[usize], n: usize, value: T) -> Result<Vec<T>, ShapeError> {
+    let mut v = reserved(shape, n)?;
+    v.resize(n, value);
+    Ok(v)
+}
+
+/// An empty vector with room for `n` elements of a buffer of `shape`, or the error naming the
+/// bytes where the memory is not there.
+fn reserved<T>(shape: &[usize], n: usize) -> Result<Vec<T>, ShapeError> {
     let mut v = Vec::new();
     v.try_reserve_exact(n)
         .map_err(|_| ShapeError::OutOfMemory {
             shape: shape.to_vec(),
             bytes: n.saturating_mul(std::mem::size_of::<T>()),
         })?;
-    v.resize(n, value);
+    Ok(v)
+}
+
+/// A copy of `values`, or an error instead of an abort when the memory is not there.
+fn copied<T: Clone>(shape: &[usize], values: &[T]) -> Result<Vec<T>, ShapeError> {
+    let mut v = reserved(shape, values.len())?;
+    v.extend_from_slice(values);
     Ok(v)
 }
 
@@ -182,6 +197,27 @@ impl Buffer {
         })
     }
 
+    /// A copy of the buffer, or an error instead of an abort when the memory is not there.
+    pub fn try_clone(&self) -> Result<Buffer, ShapeError> {
+        let shape = &self.shape;
+        let data = match &self.data {
+            Data::Bool(v) => Data::Bool(copied(shape, v)?),
+            Data::U8(v) => Data::U8(copied(shape, v)?),
+            Data::U16(v) => Data::U16(copied(shape, v)?),
+            Data::U32(v) => Data::U32(copied(shape, v)?),
+            Data::I8(v) => Data::I8(copied(shape, v)?),
+            Data::I16(v) => Data::I16(copied(shape, v)?),
+            Data::I32(v) => Data::I32(copied(shape, v)?),
+            Data::I64(v) => Data::I64(copied(shape, v)?),
+            Data::F32(v) => Data::F32(copied(shape, v)?),
+            Data::F64(v) => Data::F64(copied(shape, v)?),
+        };
+        Ok(Buffer {
+            shape: shape.clone(),
+            data,
+        })
+    }
+
     /// The extents, outermost first (row-major: the last is contiguous).
     pub fn shape(&self) -> &[usize] {
         &self.shape
@@ -211,6 +247,18 @@ impl Buffer {
     /// The elements' bytes (little-endian, row-major; `bool` as one byte 0 or 1).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.len() * self.dtype().bytes());
+        self.append_bytes(&mut out);
+        out
+    }
+
+    /// `to_bytes`, or an error instead of an abort when the memory is not there.
+    pub fn try_to_bytes(&self) -> Result<Vec<u8>, ShapeError> {
+        let mut out = reserved(&self.shape, self.len().saturating_mul(self.dtype().bytes()))?;
+        self.append_bytes(&mut out);
+        Ok(out)
+    }
+
+    fn append_bytes(&self, out: &mut Vec<u8>) {
         for i in 0..self.len() {
             match self.get_flat(i) {
                 Some(Value::Bool(x)) => out.push(x as u8),
@@ -226,17 +274,21 @@ impl Buffer {
                 None => {}
             }
         }
-        out
     }
 
-    /// A buffer from the bytes `to_bytes` gives, if their length fits `dtype` and `shape`.
-    pub fn from_bytes(dtype: Dtype, shape: &[usize], bytes: &[u8]) -> Option<Buffer> {
+    /// A buffer from the bytes `to_bytes` gives; an error where their length does not fit
+    /// `dtype` and `shape` (`found` counts whole elements) or the memory is not there.
+    pub fn from_bytes(dtype: Dtype, shape: &[usize], bytes: &[u8]) -> Result<Buffer, ShapeError> {
         let size = dtype.bytes();
-        let n = element_count(shape).ok()?;
+        let n = element_count(shape)?;
         if Some(bytes.len()) != n.checked_mul(size) {
-            return None;
+            return Err(ShapeError::WrongLength {
+                shape: shape.to_vec(),
+                expected: n,
+                found: bytes.len() / size,
+            });
         }
-        let mut buffer = Buffer::zeros(dtype, shape).ok()?;
+        let mut buffer = Buffer::zeros(dtype, shape)?;
         for (i, chunk) in bytes.chunks(size).enumerate() {
             let mut wide = [0u8; 8];
             wide[..size].copy_from_slice(chunk);
@@ -255,7 +307,7 @@ impl Buffer {
             };
             buffer.set_flat(i, v);
         }
-        Some(buffer)
+        Ok(buffer)
     }
 
     /// The address of the first element (elements are contiguous, row-major; `bool` is one

@@ -6,7 +6,10 @@
 //! It is the oracle every schedule is checked against.
 //!
 //! Reads of an input outside its extents follow its boundary condition; without one, such a read
-//! is an `EvalError::OutOfBounds`, never undefined. `select` evaluates only the branch it picks.
+//! is an `EvalError::OutOfBounds`, never undefined. An input with an empty dimension reads as
+//! its `constant(v)`; under any other boundary a read of it is `CallError::ReadsEmptyInput`
+//! (`clamp_edge` and the mirrors have no edge to repeat), as compiled code's call check says.
+//! `select` evaluates only the branch it picks.
 
 use crate::bounds::{bounds, Interval};
 use crate::buffer::Buffer;
@@ -66,6 +69,16 @@ pub enum EvalError {
         lo: i64,
         /// The highest index needed there.
         hi: i64,
+    },
+    /// The memory for a function's values could not be allocated.
+    #[error("could not allocate {bytes} bytes for the {elements} values of `{func}` the reference evaluator computes")]
+    OutOfMemory {
+        /// The function.
+        func: String,
+        /// The values it holds.
+        elements: usize,
+        /// The bytes they need.
+        bytes: usize,
     },
     /// A read outside an input without a boundary condition.
     #[error("input `{input}` read at {index:?}, outside its shape {shape:?}, and it has no boundary condition")]
@@ -553,7 +566,15 @@ impl<'a> Evaluator<'a> {
     /// Computes `func` over `region`: the pure definition at every point, then each update.
     fn realize(&mut self, func: &'a Func, region: &[Interval]) -> EResult<()> {
         let extents: Vec<i64> = region.iter().map(|r| r.len() as i64).collect();
-        let mut values = Vec::with_capacity(extents.iter().product::<i64>().max(0) as usize);
+        let elements = extents.iter().product::<i64>().max(0) as usize;
+        let mut values = Vec::new();
+        values
+            .try_reserve_exact(elements)
+            .map_err(|_| EvalError::OutOfMemory {
+                func: func.name.clone(),
+                elements,
+                bytes: elements.saturating_mul(std::mem::size_of::<Value>()),
+            })?;
         let mut scope: Scope<'a> = Vec::new();
         for_each_point(&extents, &mut |point| {
             scope.clear();
@@ -798,8 +819,9 @@ impl<'a> Evaluator<'a> {
             shape: buffer.shape().to_vec(),
         };
         match boundary {
-            None => Err(out_of_bounds(index)),
             Some(Boundary::Constant(v)) => Ok(*v),
+            _ if buffer.is_empty() => Err(reads_empty(name, &index, buffer.shape())),
+            None => Err(out_of_bounds(index)),
             Some(b) => {
                 for (i, &extent) in index.iter_mut().zip(buffer.shape()) {
                     *i = apply_boundary(b, *i, extent as i64);
@@ -1007,6 +1029,19 @@ fn runs_nothing(func: &Func, update: &Update, env: &[(String, Interval)]) -> boo
         });
     let mut loops = bare_pure.chain(update.rvars.iter().map(|r| r.name.as_str()));
     loops.any(empty)
+}
+
+/// A read of an input with an empty dimension, which only a `constant(v)` boundary answers (an
+/// edge-repeating one has no edge): the call error compiled code's check gives, in its words.
+fn reads_empty(input: &str, index: &[i64], shape: &[usize]) -> EvalError {
+    let dim = shape.iter().position(|&e| e == 0).unwrap_or(0);
+    let at = index.get(dim).copied().unwrap_or(0);
+    EvalError::Call(CallError::ReadsEmptyInput {
+        input: input.to_string(),
+        dim,
+        min: at,
+        max: at,
+    })
 }
 
 /// Where a read at `i` of a dimension of `extent` lands under a reflecting or clamping boundary.

@@ -141,6 +141,19 @@ pub enum CallError {
         /// The buffer's extent there.
         extent: usize,
     },
+    /// A read of an input in a dimension of extent 0, where no boundary condition but
+    /// `constant(v)` gives a value (`clamp_edge` and the mirrors have no edge to repeat).
+    #[error("input `{input}` is read at {min}..={max} in dimension {dim}, but that dimension is empty (extent 0): an empty input has no element to read and no edge for `clamp_edge` or `mirror` to repeat (only a `constant(v)` boundary gives such reads a value)")]
+    ReadsEmptyInput {
+        /// The input's name.
+        input: String,
+        /// The empty dimension (0 is outermost).
+        dim: usize,
+        /// The lowest index read there.
+        min: i64,
+        /// The highest index read there.
+        max: i64,
+    },
     /// An update that would read or write its output outside the output's extents.
     #[error("output `{output}` is read or written at {min}..={max} in dimension {dim}, outside its extent {extent}: an update reads or writes its own function outside the region the definition covers")]
     OutsideOutput {
@@ -403,6 +416,14 @@ impl<E: SizeExpr> Signature<E> {
                 let what = format!("the region read of input `{name}`");
                 let (min, len) = (eval(min, sizes, &what)?, eval(extent, sizes, &what)?);
                 let max = min.saturating_add(len - 1);
+                if len > 0 && size == 0 {
+                    return Err(CallError::ReadsEmptyInput {
+                        input: name.clone(),
+                        dim,
+                        min,
+                        max,
+                    });
+                }
                 if len > 0 && (min < 0 || max >= size as i64) {
                     return Err(CallError::InputTooSmall {
                         input: name.clone(),

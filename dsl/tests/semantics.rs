@@ -162,6 +162,35 @@ fn reading_outside_an_input_without_boundary_is_an_error() {
     );
 }
 
+/// An empty input has no edge for `clamp_edge` or the mirrors to repeat: the error names the
+/// input and its empty dimension (it said the input "has no boundary condition"). A constant
+/// exterior answers every read.
+#[test]
+fn an_empty_input_has_no_edge_to_repeat() {
+    for boundary in ["clamp_edge", "mirror", "mirror_interior"] {
+        let k = kernel(&format!(
+            "kernel k(A: i32[N, M] with {boundary}, B: i32[L]) -> O: i32[L] {{ O(i) = A(i - 1, 0) + B(i); }}"
+        ));
+        let args = Args::new()
+            .buffer("A", Buffer::from_vec(&[3, 0], Vec::<i32>::new()).unwrap())
+            .buffer("B", Buffer::from_vec(&[2], vec![1, 2]).unwrap());
+        let err = evaluate(&k, &args).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "input `A` is read at 0..=0 in dimension 1, but that dimension is empty (extent 0): an empty input has no element to read and no edge for `clamp_edge` or `mirror` to repeat (only a `constant(v)` boundary gives such reads a value)",
+            "{boundary}"
+        );
+    }
+    let k = kernel(
+        "kernel k(A: i32[N, M] with constant(9), B: i32[L]) -> O: i32[L] { O(i) = A(i - 1, 0) + B(i); }",
+    );
+    let args = Args::new()
+        .buffer("A", Buffer::from_vec(&[3, 0], Vec::<i32>::new()).unwrap())
+        .buffer("B", Buffer::from_vec(&[2], vec![1, 2]).unwrap());
+    let out = evaluate(&k, &args).unwrap();
+    assert_eq!(out.as_slice::<i32>().unwrap(), &[10, 11]);
+}
+
 #[test]
 fn select_evaluates_only_the_branch_it_picks() {
     let src = "kernel k(A: i32[N]) -> O: i32[N] { O(i) = select(i > 0, A(i - 1), 0); }";
@@ -320,4 +349,30 @@ fn float_operations_are_counted_as_the_algorithm_states_them() {
     let (_, work) =
         strata_dsl::evaluate_counting(&int_kernel, &Args::new().buffer("A", a)).unwrap();
     assert_eq!(work.float_ops, 0);
+}
+
+/// The fallible copies the tuner and `strata run` use give what the infallible ones give, and
+/// a size no machine has is an error naming its bytes, not an abort.
+#[test]
+fn fallible_buffer_copies_agree_and_name_what_does_not_fit() {
+    let b = Buffer::from_vec(&[2, 3], vec![1.5f32, -2.0, 0.0, 7.25, 3.0, -0.5]).unwrap();
+    assert_eq!(b.try_clone().unwrap(), b);
+    let bytes = b.try_to_bytes().unwrap();
+    assert_eq!(bytes, b.to_bytes());
+    assert_eq!(Buffer::from_bytes(Dtype::F32, &[2, 3], &bytes).unwrap(), b);
+    assert_eq!(
+        Buffer::from_bytes(Dtype::F32, &[2, 3], &bytes[..20])
+            .unwrap_err()
+            .to_string(),
+        "a buffer of shape [2, 3] needs 6 elements, found 5"
+    );
+    assert_eq!(
+        Buffer::zeros(Dtype::F64, &[1 << 31, 1 << 30])
+            .unwrap_err()
+            .to_string(),
+        format!(
+            "could not allocate {} bytes for a buffer of shape [2147483648, 1073741824]",
+            (1usize << 61).saturating_mul(8)
+        )
+    );
 }

@@ -84,14 +84,20 @@ fn run(
     let expected = evaluate(pipeline, &args).map_err(|e| format!("reference: {e}"))?;
     let interpreted = match interpret(&lowered, &args) {
         Ok(v) => Some(v),
-        Err(strata_scheduler::interp::InterpError::Call(CallError::InputTooSmall { .. })) => None,
+        Err(strata_scheduler::interp::InterpError::Call(
+            CallError::InputTooSmall { .. } | CallError::ReadsEmptyInput { .. },
+        )) => None,
         Err(e) => return Err(format!("interpreter: {e}\n{lowered}")),
     };
     for backend in Backend::built() {
         let compiled = CompiledKernel::new(&lowered, &options(backend))
             .map_err(|e| format!("{backend}: compilation failed: {e}\n{lowered}"))?;
         let got = match compiled.run(&args, threads) {
-            Err(CallError::InputTooSmall { .. }) if interpreted.is_none() => continue,
+            Err(CallError::InputTooSmall { .. } | CallError::ReadsEmptyInput { .. })
+                if interpreted.is_none() =>
+            {
+                continue
+            }
             Err(e) => return Err(format!("{backend}: the call was refused: {e}\n{lowered}")),
             Ok(got) => got,
         };

@@ -27,6 +27,7 @@
 
 use crate::ir::{Expr, LoweredKernel, ReduceOp, Stmt, Type, UnOp};
 use std::collections::{BTreeMap, HashMap};
+use strata_dsl::buffer::filled;
 use strata_dsl::{Args, BinOp, Buffer, CallError, Dtype, Intrinsic, Value};
 
 /// The most elements one buffer of the interpreter may hold.
@@ -174,6 +175,15 @@ pub enum InterpError {
         /// Its extents.
         size: Vec<i64>,
     },
+    #[error("`{buffer}`: {source}")]
+    /// The memory for a buffer could not be allocated (`ShapeError::OutOfMemory` names the
+    /// bytes).
+    OutOfMemory {
+        /// The buffer allocated.
+        buffer: String,
+        /// Why, with the size.
+        source: strata_dsl::buffer::ShapeError,
+    },
     #[error("loop `{var}` (min {min}, extent {extent}) leaves the i32 range")]
     /// A loop whose range leaves the `i32` range.
     LoopRange {
@@ -222,7 +232,7 @@ pub fn interpret(kernel: &LoweredKernel, args: &Args) -> Result<Buffer, InterpEr
             .buffers
             .get(&input.name)
             .ok_or_else(|| InterpError::UnknownBuffer(input.name.clone()))?;
-        machine.push_buffer(&input.name, Storage::from_input(buffer));
+        machine.push_buffer(&input.name, Storage::from_input(&input.name, buffer)?);
     }
     let out = &kernel.output;
     let dims = binding
@@ -269,7 +279,13 @@ impl Storage {
                 size,
             });
         }
-        let values = vec![Value::zero(dtype); len as usize];
+        let shape: Vec<usize> = dims.iter().map(|d| d.extent as usize).collect();
+        let values = filled(&shape, len as usize, Value::zero(dtype)).map_err(|source| {
+            InterpError::OutOfMemory {
+                buffer: name.to_string(),
+                source,
+            }
+        })?;
         Ok(Storage {
             dtype,
             dims,
@@ -278,7 +294,8 @@ impl Storage {
         })
     }
 
-    fn from_input(buffer: &Buffer) -> Storage {
+    /// A read-only copy of the input `name`.
+    fn from_input(name: &str, buffer: &Buffer) -> IResult<Storage> {
         let dims = buffer
             .shape()
             .iter()
@@ -287,15 +304,22 @@ impl Storage {
                 extent: e as i64,
             })
             .collect();
-        let values = (0..buffer.len())
-            .filter_map(|i| buffer.get_flat(i))
-            .collect();
-        Storage {
+        let zero = Value::zero(buffer.dtype());
+        let mut values = filled(buffer.shape(), buffer.len(), zero).map_err(|source| {
+            InterpError::OutOfMemory {
+                buffer: name.to_string(),
+                source,
+            }
+        })?;
+        for (i, v) in values.iter_mut().enumerate() {
+            *v = buffer.get_flat(i).unwrap_or(zero);
+        }
+        Ok(Storage {
             dtype: buffer.dtype(),
             dims,
             values,
             read_only: true,
-        }
+        })
     }
 
     fn into_buffer(self) -> IResult<Buffer> {

@@ -95,7 +95,9 @@ fn case(pipeline: &Pipeline, seed: u64) -> Result<Outcome, String> {
     let kernel = lower(pipeline, &schedule).map_err(|e| context(format!("lowering: {e}")))?;
     let expected = evaluate(pipeline, &args).map_err(|e| context(format!("reference: {e}")))?;
     let got = match interpret(&kernel, &args) {
-        Err(InterpError::Call(CallError::InputTooSmall { .. })) => return Ok(Outcome::Refused),
+        Err(InterpError::Call(
+            CallError::InputTooSmall { .. } | CallError::ReadsEmptyInput { .. },
+        )) => return Ok(Outcome::Refused),
         Err(e) => return Err(context(format!("interpreter: {e}\n{kernel}"))),
         Ok(got) => got,
     };

@@ -356,10 +356,16 @@ fn compute_at_an_inlined_function() {
     );
 }
 
+/// `s`, unplaced, is at root by default (it has an update): the error says so, and how to move
+/// it; placed explicitly, it is not "by default".
 #[test]
 fn compute_at_a_loop_that_does_not_enclose_every_use() {
     assert_eq!(
         error("softmax", "mx: compute_at(P, c)"),
+        "in the schedule of `mx`: `compute_at(P, c)`: that loop does not enclose every use: `s` also reads this function outside it (`s` is computed at root by default, as a function with an update is: place it in that loop with `s: compute_at(P, c)`); legal: compute_root(), or a loop of a function inside which every consumer is computed"
+    );
+    assert_eq!(
+        error("softmax", "mx: compute_at(P, c)\ns: compute_root()"),
         "in the schedule of `mx`: `compute_at(P, c)`: that loop does not enclose every use: `s` also reads this function outside it; legal: compute_root(), or a loop of a function inside which every consumer is computed"
     );
 }

@@ -520,14 +520,17 @@ fn prepare(
 ) -> Result<(Setup, u64, u64, ExpectedFile), TuneError> {
     let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(options.seed);
     let args = random_args(pipeline, sizes, &mut rng).map_err(TuneError::Setup)?;
-    let (expected, work) = reference_answer(pipeline, &args, options, deadline)?;
-    let bytes = args
+    let input_bytes = args
         .buffers
         .values()
         .map(|b| b.len() * b.dtype().bytes())
-        .sum::<usize>()
-        + expected.len() * expected.dtype().bytes();
-    let file = ExpectedFile::write(&expected.to_bytes()).map_err(TuneError::Setup)?;
+        .sum::<usize>();
+    let (expected, work) = reference_answer(pipeline, args, options, deadline)?;
+    let bytes = input_bytes + expected.len() * expected.dtype().bytes();
+    let expected_bytes = expected
+        .try_to_bytes()
+        .map_err(|e| TuneError::Setup(format!("the expected answer: {e}")))?;
+    let file = ExpectedFile::write(&expected_bytes).map_err(TuneError::Setup)?;
     let setup = Setup {
         kernel_source: source.to_string(),
         kernel_name: pipeline.name.clone(),
@@ -553,12 +556,13 @@ const REFERENCE_POLL: Duration = Duration::from_millis(100);
 /// finish on its own (the command exits; a library caller's process keeps it until then).
 fn reference_answer(
     pipeline: &Pipeline,
-    args: &Args,
+    args: Args,
     options: &TuneOptions,
     deadline: Option<Instant>,
 ) -> Result<(Buffer, Work), TuneError> {
     let (send, answer) = mpsc::channel();
-    let (pipeline, args) = (pipeline.clone(), args.clone());
+    // The inputs move to the evaluator's thread: a copy could be as large as they are.
+    let pipeline = pipeline.clone();
     std::thread::Builder::new()
         .name("strata-reference".into())
         .spawn(move || {

@@ -182,6 +182,20 @@ pub fn worker_backend(args: &[String]) -> Result<strata_jit::Backend, String> {
 /// How often a worker checks that its tuner is still there.
 const ORPHAN_POLL: Duration = Duration::from_millis(200);
 
+/// The expected output's bytes, or an error naming their size where the memory is not there.
+fn read_expected(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+    let mut file = std::fs::File::open(path).map_err(cannot)?;
+    let len = file.metadata().map_err(cannot)?.len();
+    let mut bytes = Vec::new();
+    usize::try_from(len)
+        .ok()
+        .and_then(|n| bytes.try_reserve_exact(n).ok())
+        .ok_or_else(|| format!("could not allocate {len} bytes for the expected output"))?;
+    std::io::Read::read_to_end(&mut file, &mut bytes).map_err(cannot)?;
+    Ok(bytes)
+}
+
 /// A worker's fixed inputs.
 struct WorkerState {
     pipeline: Pipeline,
@@ -202,10 +216,10 @@ impl WorkerState {
             .ok_or("kernel not found")?;
         let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(setup.seed);
         let args = random_args(&pipeline, &setup.sizes, &mut rng)?;
-        let bytes = std::fs::read(&setup.expected_path).map_err(|e| e.to_string())?;
+        let bytes = read_expected(&setup.expected_path)?;
         let dtype = Dtype::from_name(&setup.expected_dtype).ok_or("bad expected dtype")?;
         let expected = Buffer::from_bytes(dtype, &setup.expected_shape, &bytes)
-            .ok_or("bad expected output")?;
+            .map_err(|e| format!("the expected output: {e}"))?;
         Ok(WorkerState {
             pipeline,
             sizes: setup.sizes.clone(),

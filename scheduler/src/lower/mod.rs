@@ -6,6 +6,7 @@
 pub mod access_sites;
 pub mod bounds;
 pub mod constant_extents;
+pub mod empty_inputs;
 pub mod flatten;
 pub mod fold_storage;
 pub mod inline;
@@ -152,12 +153,16 @@ fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel,
         bodies.push(s);
     }
     let realized = specialize::choose(&versions, &inlined, &realized);
+    // The checks read the versioned statement: an empty input's reads are under its `if`.
+    let realized = empty_inputs::version_empty_inputs(&realized, &inlined);
     let mut checks = call_checks(&inlined, &realized)?;
     checks.conditions = specialize::size_conditions(&versions, &inlined);
     let s = specialize::choose(&versions, &inlined, &bodies);
     if versions.versions.len() > 1 {
         log.log("specialization", &s);
     }
+    let s = empty_inputs::version_empty_inputs(&s, &inlined);
+    log.log("empty inputs", &s);
     let s = flatten::flatten(&s, &inlined, plan);
     log.log("storage flattening", &s);
     let mut serial_vectors = Vec::new();

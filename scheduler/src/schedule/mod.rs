@@ -18,6 +18,7 @@
 //! variables loop outside its reduction variables.
 
 pub mod canonical;
+pub(crate) mod follow;
 pub mod loops;
 pub mod races;
 pub mod rfactor;

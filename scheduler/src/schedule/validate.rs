@@ -214,6 +214,8 @@ pub enum Rule {
     NotEnclosing {
         /// A consumer reading the function outside that loop.
         consumer: String,
+        /// Where the consumer is computed at root only by default: how to place it, in words.
+        default_root: Option<String>,
         /// The legal levels, in words.
         legal: String,
     },
@@ -462,9 +464,13 @@ impl fmt::Display for Rule {
                 f,
                 "`{g}` is computed inline, so it has no loops to compute at; place `{g}` with compute_root() or compute_at(...) too, or name a loop of its consumer"
             ),
-            Rule::NotEnclosing { consumer, legal } => write!(
+            Rule::NotEnclosing { consumer, default_root: None, legal } => write!(
                 f,
                 "that loop does not enclose every use: `{consumer}` also reads this function outside it; legal: {legal}"
+            ),
+            Rule::NotEnclosing { consumer, default_root: Some(how), legal } => write!(
+                f,
+                "that loop does not enclose every use: `{consumer}` also reads this function outside it (`{consumer}` is computed at root by default, as {how}); legal: {legal}"
             ),
             Rule::InsideVector { var } => write!(
                 f,
@@ -693,13 +699,29 @@ pub(crate) fn validate_plain(lifted: &Lifted, schedule: &Schedule) -> Result<Pla
         plan.compute = compute.unwrap_or_else(|| default_compute(func, lifted));
         plan.store = store.unwrap_or_else(|| plan.compute.clone());
     }
+    // Where following gives no legal plan, the defaults' plan gives the schedule's own error.
+    if let Some(followed) = super::follow::follow_placed_producers(lifted, schedule, &funcs) {
+        if let Ok(plan) = checked_plan(lifted, schedule, followed) {
+            return Ok(plan);
+        }
+    }
+    checked_plan(lifted, schedule, funcs)
+}
+
+/// The plan of `funcs` once lifted reductions are placed, checked against every rule that
+/// reads more than one function's placement.
+fn checked_plan(
+    lifted: &Lifted,
+    schedule: &Schedule,
+    mut funcs: BTreeMap<String, FuncPlan>,
+) -> Result<Plan, ScheduleError> {
     resolve_anonymous(lifted, schedule, &mut funcs);
     check_inline_has_no_loops(&funcs, schedule)?;
     let plan = Plan {
         lifted: lifted.clone(),
         funcs,
     };
-    for func in &pipeline.funcs {
+    for func in &lifted.pipeline.funcs {
         check_encloses(&plan, func, schedule)?;
     }
     super::races::check_storage_races(&plan, schedule)?;
@@ -1095,14 +1117,41 @@ fn store_encloses(
     }
 }
 
+/// Where `consumer` is computed at root because the schedule leaves it unplaced: why, and how
+/// to move it into the loop `target` names, in words.
+fn root_by_default(
+    plan: &Plan,
+    schedule: &Schedule,
+    consumer: &str,
+    target: &Placement,
+) -> Option<String> {
+    let at_root = plan.funcs.get(consumer)?.compute == Placement::Root;
+    let func = plan.pipeline().func(consumer)?;
+    let lifted = plan.lifted.anonymous.iter().any(|(a, _)| a == consumer);
+    let output = consumer == plan.pipeline().output.name;
+    if !at_root || lifted || output || super::follow::is_placed(schedule, consumer) {
+        return None;
+    }
+    let Placement::At {
+        func: g,
+        stage,
+        var,
+    } = target
+    else {
+        return None;
+    };
+    let level = format!("compute_at({g}{}, {var})", stage_suffix(stage_ref(*stage)));
+    Some(if func.updates.is_empty() {
+        format!("a function holding a reduction is: place it in that loop with `{consumer}: {level}`, or inline it with `{consumer}: compute_inline()`")
+    } else {
+        format!("a function with an update is: place it in that loop with `{consumer}: {level}`")
+    })
+}
+
 /// Functions lifting created default to the innermost non-vector loop of their one consumer.
 fn resolve_anonymous(lifted: &Lifted, schedule: &Schedule, funcs: &mut BTreeMap<String, FuncPlan>) {
     for (name, _) in &lifted.anonymous {
-        let placed = schedule
-            .directives(name, StageRef::Pure)
-            .iter()
-            .any(|d| d.is_placement());
-        if placed {
+        if super::follow::is_placed(schedule, name) {
             continue;
         }
         let consumers = effective_consumers(&lifted.pipeline, funcs, name);
@@ -1229,7 +1278,12 @@ fn check_encloses(plan: &Plan, func: &Func, schedule: &Schedule) -> Result<(), S
             || nested_inside(plan, &consumer, &target, &mut chain).map_err(fail)?;
         if !inside {
             let legal = legal_levels(plan, &func.name);
-            return Err(fail(Rule::NotEnclosing { consumer, legal }));
+            let default_root = root_by_default(plan, schedule, &consumer, &target);
+            return Err(fail(Rule::NotEnclosing {
+                consumer,
+                default_root,
+                legal,
+            }));
         }
     }
     if nested_inside(
