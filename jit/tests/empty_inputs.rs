@@ -5,11 +5,13 @@
 //! edge-repeating boundary (`clamp_edge`, `mirror`, `mirror_interior`) has no edge to repeat:
 //! every executor refuses the call with the same error naming the input and its empty dimension.
 
+mod common;
+
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use strata_dsl::random::{agree, random_args};
 use strata_dsl::{evaluate, parse_kernel, CallError, EvalError, Pipeline, Sizes};
-use strata_jit::{Backend, CodegenOptions, CompiledKernel};
+use strata_jit::CompiledKernel;
 use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::{interpret, InterpError};
 use strata_scheduler::schedule::text::parse_schedule;
@@ -32,6 +34,15 @@ fn pipeline(source: &str) -> Pipeline {
 
 /// The reference, the loop-IR interpreter and the JIT (every backend, one and three threads)
 /// answer `sizes` under `schedule`, and agree.
+/// `lowered` compiled by every backend built in, verifier on.
+fn every_backend(
+    p: &Pipeline,
+    schedule: &Schedule,
+    lowered: &LoweredKernel,
+) -> Vec<CompiledKernel> {
+    common::compile_with_every_backend(&p.to_string(), &schedule.to_string(), lowered)
+}
+
 fn all_answer(pipeline: &Pipeline, schedule: &Schedule, sizes: &Sizes) {
     let context = format!("schedule `{schedule}` at {sizes:?}");
     let args = random_args(pipeline, sizes, &mut StdRng::seed_from_u64(3)).unwrap();
@@ -40,7 +51,7 @@ fn all_answer(pipeline: &Pipeline, schedule: &Schedule, sizes: &Sizes) {
         .unwrap_or_else(|e| panic!("{context}: {e}"));
     let interpreted = interpret(&lowered, &args).unwrap_or_else(|e| panic!("{context}: {e}"));
     agree(&interpreted, &expected, 1e-4).unwrap_or_else(|e| panic!("{context}: {e}"));
-    for kernel in compiled(&lowered) {
+    for kernel in every_backend(pipeline, schedule, &lowered) {
         for threads in [1, 3] {
             let backend = kernel.backend();
             let jitted = kernel
@@ -49,21 +60,6 @@ fn all_answer(pipeline: &Pipeline, schedule: &Schedule, sizes: &Sizes) {
             agree(&jitted, &expected, 1e-4).unwrap_or_else(|e| panic!("{backend} {context}: {e}"));
         }
     }
-}
-
-/// `lowered` compiled by every backend built in, verifier on.
-fn compiled(lowered: &LoweredKernel) -> Vec<CompiledKernel> {
-    Backend::built()
-        .into_iter()
-        .map(|backend| {
-            let options = CodegenOptions {
-                backend,
-                verify: true,
-                ..CodegenOptions::default()
-            };
-            CompiledKernel::new(lowered, &options).unwrap_or_else(|e| panic!("{backend}: {e}"))
-        })
-        .collect()
 }
 
 fn schedules(texts: &[&str]) -> Vec<Schedule> {
@@ -177,7 +173,7 @@ fn an_empty_input_with_an_edge_boundary_is_refused_by_every_executor() {
                 }
                 other => panic!("{boundary} `{schedule}`: the interpreter gave {other:?}"),
             }
-            for kernel in compiled(&lowered) {
+            for kernel in every_backend(&pipeline, schedule, &lowered) {
                 match kernel.run(&args, 1) {
                     Err(CallError::ReadsEmptyInput { input, dim, .. }) => {
                         assert_eq!((input.as_str(), dim), ("X", 0), "{boundary}")

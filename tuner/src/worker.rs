@@ -202,6 +202,8 @@ struct WorkerState {
     sizes: Sizes,
     args: strata_dsl::Args,
     expected: Buffer,
+    /// How far an answer may be from `expected` (found once: a walk over the kernel).
+    tolerance: Tolerance,
     setup: Setup,
     /// What compiles every candidate.
     backend: strata_jit::Backend,
@@ -221,6 +223,7 @@ impl WorkerState {
         let expected = Buffer::from_bytes(dtype, &setup.expected_shape, &bytes)
             .map_err(|e| format!("the expected output: {e}"))?;
         Ok(WorkerState {
+            tolerance: Tolerance::for_kernel(&pipeline, setup.tolerance),
             pipeline,
             sizes: setup.sizes.clone(),
             args,
@@ -257,8 +260,7 @@ impl WorkerState {
         if fault == Some("wrong") {
             corrupt(&mut got);
         }
-        let tolerance = Tolerance::for_kernel(&self.pipeline, self.setup.tolerance);
-        if let Err(e) = agree_within(&got, &self.expected, tolerance) {
+        if let Err(e) = agree_within(&got, &self.expected, self.tolerance) {
             return Outcome::WrongAnswer(e);
         }
         let timed = self.time(&kernel, &mut got, request.cutoff_s, compile_s);
