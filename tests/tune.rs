@@ -550,6 +550,19 @@ fn population(observed: &[Option<f64>]) -> Vec<usize> {
     ran.into_iter().take(8).map(|(i, _)| i).collect()
 }
 
+/// Whether the model strategy fits measured times (not only their ranking) when proposing
+/// candidate `j`: once `rank_only_below` observations ran.
+fn fits_times(s: &Sequence, j: usize, rank_only_below: Option<usize>) -> bool {
+    rank_only_below.is_some_and(|n| s.observed(j).iter().flatten().count() >= n)
+}
+
+/// Whether two runs' searchers knew the same before proposing candidate `j`, as far as the
+/// strategy looks: not once the model fits the times themselves (two runs never measure
+/// alike); before, when their populations ranked alike.
+fn knew_alike(a: &Sequence, b: &Sequence, j: usize, rank_only_below: Option<usize>) -> bool {
+    !fits_times(a, j, rank_only_below) && population(&a.observed(j)) == population(&b.observed(j))
+}
+
 /// Two runs with one seed must propose the same candidates for as long as what the searcher
 /// knows is the same. The evolutionary step sees measured times only through their ranking; the
 /// model strategy fits the times themselves once `rank_only_below` observations ran, after which
@@ -560,14 +573,12 @@ fn assert_same_while_ranked_alike(
     rank_only_below: Option<usize>,
 ) -> usize {
     for j in 0..a.candidates.len().min(b.candidates.len()) {
-        let (oa, ob) = (a.observed(j), b.observed(j));
-        if rank_only_below.is_some_and(|n| oa.iter().flatten().count() >= n) {
+        if fits_times(a, j, rank_only_below) {
             return j;
         }
         if a.candidates[j].0 != b.candidates[j].0 {
-            assert_ne!(
-                population(&oa),
-                population(&ob),
+            assert!(
+                !knew_alike(a, b, j, rank_only_below),
                 "with one seed and the same measurements ranked alike, candidate {} differs:\n{}\n---\n{}",
                 j + 1,
                 a.candidates[j].0,
@@ -608,15 +619,21 @@ fn check_seed(strategy: &str, exact: bool, rank_only_below: Option<usize>) {
         "another seed gave the same sequence"
     );
     // `evolve` and `model` first measure the space's rule-made seeds, the same for every seed;
-    // the first candidate after them is the seed's.
+    // the first candidate after them is the seed's. It is also the population's: two seeds
+    // whose runs ranked the seeds differently may well pick the same parent and mutation (for
+    // matmul, seed 11 under one ranking and seed 12 under another coincide about 1 time in 7),
+    // so it is compared only when both runs knew alike (for every ranking of matmul's seeds,
+    // seeds 11 and 12 then differ).
     let first = match strategy {
         "random" => 0,
         _ => rule_made_seeds(MATMUL),
     };
-    assert_ne!(
-        a.candidates[first].0, other.candidates[first].0,
-        "another seed gave the same first searched candidate"
-    );
+    if exact || knew_alike(&a, &other, first, rank_only_below) {
+        assert_ne!(
+            a.candidates[first].0, other.candidates[first].0,
+            "another seed, knowing the same, gave the same first searched candidate"
+        );
+    }
     eprintln!(
         "{strategy}: first {agreed} of 15 candidates agreed, {:.1} s",
         start.elapsed().as_secs_f64()
