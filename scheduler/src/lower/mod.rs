@@ -82,30 +82,50 @@ pub enum LowerError {
     Verify(String),
 }
 
-/// Prints the IR after each pass when `STRATA_LOG_PASSES` is set.
+/// Prints the IR after each pass when `STRATA_LOG_PASSES` is set; `STRATA_LOG_PASSES=time`
+/// prints only the time each pass took (to find the pass a large pipeline spends it in).
 struct PassLog {
-    enabled: bool,
+    mode: LogMode,
     previous: Option<Stmt>,
+    since: std::time::Instant,
+}
+
+#[derive(PartialEq)]
+enum LogMode {
+    Off,
+    Ir,
+    Time,
 }
 
 impl PassLog {
     fn new() -> PassLog {
+        let mode = match std::env::var("STRATA_LOG_PASSES") {
+            Ok(v) if v == "time" => LogMode::Time,
+            Ok(_) => LogMode::Ir,
+            Err(_) => LogMode::Off,
+        };
         PassLog {
-            enabled: std::env::var_os("STRATA_LOG_PASSES").is_some(),
+            mode,
             previous: None,
+            since: std::time::Instant::now(),
         }
     }
 
     fn log(&mut self, pass: &str, s: &Stmt) {
-        if !self.enabled {
-            return;
+        match self.mode {
+            LogMode::Off => {}
+            LogMode::Time => {
+                eprintln!("-- {pass}: {:.3} s", self.since.elapsed().as_secs_f64());
+                self.since = std::time::Instant::now();
+            }
+            LogMode::Ir if self.previous.as_ref() == Some(s) => {
+                eprintln!("-- after {pass} (unchanged)");
+            }
+            LogMode::Ir => {
+                eprintln!("-- after {pass}:\n{s}\n");
+                self.previous = Some(s.clone());
+            }
         }
-        if self.previous.as_ref() == Some(s) {
-            eprintln!("-- after {pass} (unchanged)");
-        } else {
-            eprintln!("-- after {pass}:\n{s}\n");
-        }
-        self.previous = Some(s.clone());
     }
 }
 
@@ -144,6 +164,7 @@ fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel,
     // exponentially large; each version's own loops are checked again below.
     limits::check_limits(plan)?;
     let inlined = inline::inline_functions(plan);
+    log.log("inlining", &Stmt::block(Vec::new()));
     let mut realized = Vec::new();
     let mut bodies = Vec::new();
     for version in &versions.versions {
@@ -156,6 +177,7 @@ fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel,
     // The checks read the versioned statement: an empty input's reads are under its `if`.
     let realized = empty_inputs::version_empty_inputs(&realized, &inlined);
     let mut checks = call_checks(&inlined, &realized)?;
+    log.log("call checks", &realized);
     checks.conditions = specialize::size_conditions(&versions, &inlined);
     let s = specialize::choose(&versions, &inlined, &bodies);
     if versions.versions.len() > 1 {

@@ -171,6 +171,7 @@ fn compute_here(
     func: &Func,
     nests: &HashMap<(String, usize), StageNest>,
 ) -> Result<Option<Stmt>, LowerError> {
+    let (lets, body) = leading_lets(body);
     let needed = live_access_bounds(body, &func.name);
     let Some(required) = needed.or_else(|| access_bounds(body, &func.name)) else {
         return Ok(None);
@@ -178,7 +179,31 @@ fn compute_here(
     let required = bounded(&func.name, required)?;
     let region = grow_for_updates(func, &required, nests)?;
     let stmt = Stmt::block(vec![produce_when_read(body, func, nests), body.clone()]);
-    Ok(Some(with_region(func, &region, stmt)))
+    Ok(Some(wrap_lets(&lets, with_region(func, &region, stmt))))
+}
+
+/// The lets `s` starts with (outermost first) and the statement inside them. At a site, these
+/// are the regions of the consumers computed there (and the lets of a split loop's
+/// variables): a producer placed inside them states its region in their names, as Halide's
+/// `f.s0.x.min`, instead of their values substituted, which grew with every level of a
+/// pyramid (each level's region repeated its consumers' whole expressions).
+fn leading_lets(s: &Stmt) -> (Vec<(String, Expr)>, &Stmt) {
+    let mut lets = Vec::new();
+    let mut s = s;
+    while let Stmt::Let { name, value, body } = s {
+        lets.push((name.clone(), value.clone()));
+        s = body;
+    }
+    (lets, s)
+}
+
+/// `stmt` inside `lets` (outermost first).
+fn wrap_lets(lets: &[(String, Expr)], stmt: Stmt) -> Stmt {
+    lets.iter().rev().fold(stmt, |body, (name, value)| Stmt::Let {
+        name: name.clone(),
+        value: value.clone(),
+        body: Box::new(body),
+    })
 }
 
 /// `produce func`, under `if (..)` when every site of `body` reading it may run zero times:
@@ -261,8 +286,9 @@ fn grow_for_updates(
 
 /// `realize func` over every access of it in `body`.
 fn store_here(body: &Stmt, func: &Func) -> Result<Stmt, LowerError> {
+    let (lets, body) = leading_lets(body);
     let Some(touched) = access_bounds(body, &func.name) else {
-        return Ok(body.clone());
+        return Ok(wrap_lets(&lets, body.clone()));
     };
     let region = bounded(&func.name, touched)?
         .iter()
@@ -274,10 +300,11 @@ fn store_here(body: &Stmt, func: &Func) -> Result<Stmt, LowerError> {
             }
         })
         .collect();
-    Ok(Stmt::Realize {
+    let realize = Stmt::Realize {
         func: func.name.clone(),
         dtype: func.dtype,
         region,
         body: Box::new(body.clone()),
-    })
+    };
+    Ok(wrap_lets(&lets, realize))
 }

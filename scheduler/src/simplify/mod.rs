@@ -35,6 +35,7 @@
 pub mod cse;
 pub mod hoist;
 pub mod interval;
+mod renames;
 mod rules;
 mod subst;
 
@@ -44,7 +45,9 @@ pub use interval::{bounds, Interval, Scope};
 
 use crate::ir::{Expr, Stmt};
 use rules::{rewrite_once, same};
-use subst::{is_trivial, subst_stmt};
+use renames::Renames;
+use std::cell::RefCell;
+use subst::is_trivial;
 
 /// At most this many bottom-up passes over an expression (each normally ends at a fixed point
 /// long before).
@@ -115,84 +118,121 @@ fn rewrite(mut e: Expr, scope: &Scope, trace: &mut Vec<&'static str>) -> Expr {
 
 /// Simplifies a statement: see the module doc for what runs, in which order.
 pub fn simplify(s: &Stmt) -> Stmt {
-    let s = simplify_stmt(s, &mut Scope::new());
+    let s = simplify_stmt(s, &mut Scope::new(), &mut Renames::default());
     let s = remove_dead_lets(&s);
     let s = cse::cse_stmt(&s);
     hoist_loop_invariants(&s)
 }
 
 /// Step 1 of [`simplify`]: expressions, constant conditions and trivial loops. A loop, let or
-/// `if` around nothing does nothing (expressions have no side effects), so it goes.
-fn simplify_stmt(s: &Stmt, scope: &mut Scope) -> Stmt {
+/// `if` around nothing does nothing (expressions have no side effects), so it goes. Lets of a
+/// variable, constant or parameter are inlined through `renames` (see `renames.rs`).
+fn simplify_stmt(s: &Stmt, scope: &mut Scope, renames: &mut Renames) -> Stmt {
     match s {
-        Stmt::For {
-            var,
-            min,
-            extent,
-            kind,
-            body,
-        } => {
-            let min = simplify_expr_with_bounds(min, scope);
-            let extent = simplify_expr_with_bounds(extent, scope);
-            match extent.as_int() {
-                Some(n) if n <= 0 => Stmt::NoOp,
-                Some(1) => {
-                    let single = Stmt::Let {
-                        name: var.clone(),
-                        value: min,
-                        body: body.clone(),
-                    };
-                    simplify_stmt(&single, scope)
-                }
-                _ => {
-                    scope.push(var, loop_interval(&min, &extent, scope));
-                    let body = simplify_stmt(body, scope);
-                    scope.pop();
-                    if body == Stmt::NoOp {
-                        return Stmt::NoOp;
-                    }
-                    Stmt::For {
-                        var: var.clone(),
-                        min,
-                        extent,
-                        kind: *kind,
-                        body: Box::new(body),
-                    }
-                }
+        Stmt::For { var, .. } | Stmt::Let { name: var, .. } => {
+            let taken = renames.take_conflicting(var, s);
+            let out = match s {
+                Stmt::For {
+                    var,
+                    min,
+                    extent,
+                    kind,
+                    body,
+                } => simplify_for(var, min, extent, *kind, body, scope, renames),
+                Stmt::Let { name, value, body } => simplify_let(name, value, body, scope, renames),
+                _ => unreachable!("matched above"),
+            };
+            for (name, value) in &taken {
+                renames.insert(name, value.clone());
             }
-        }
-        Stmt::Let { name, value, body } => {
-            let value = simplify_expr_with_bounds(value, scope);
-            // Inlining a variable, constant or parameter first lets constants fold in the body.
-            let inlined = is_trivial(&value)
-                .then(|| subst_stmt(body, name, &value))
-                .flatten();
-            if let Some(body) = inlined {
-                return simplify_stmt(&body, scope);
-            }
-            scope.push_let(name, bounds(&value, scope), &value);
-            let body = simplify_stmt(body, scope);
-            scope.pop();
-            if body == Stmt::NoOp {
-                return Stmt::NoOp;
-            }
-            Stmt::Let {
-                name: name.clone(),
-                value,
-                body: Box::new(body),
-            }
+            Renames::wrap(taken, out)
         }
         Stmt::If {
             cond,
             then_case,
             else_case,
-        } => simplify_if(cond, then_case, else_case.as_deref(), scope),
+        } => simplify_if(cond, then_case, else_case.as_deref(), scope, renames),
         _ => {
             let outer = scope.clone();
-            s.map(&mut |e| simplify_expr_with_bounds(e, &outer), &mut |c| {
-                simplify_stmt(c, scope)
-            })
+            let cell = RefCell::new(std::mem::take(renames));
+            let out = s.map(
+                &mut |e| simplify_expr_with_bounds(&cell.borrow().apply(e), &outer),
+                &mut |c| simplify_stmt(c, scope, &mut cell.borrow_mut()),
+            );
+            *renames = cell.into_inner();
+            out
         }
+    }
+}
+
+fn simplify_for(
+    var: &str,
+    min: &Expr,
+    extent: &Expr,
+    kind: crate::ir::ForKind,
+    body: &Stmt,
+    scope: &mut Scope,
+    renames: &mut Renames,
+) -> Stmt {
+    let min = simplify_expr_with_bounds(&renames.apply(min), scope);
+    let extent = simplify_expr_with_bounds(&renames.apply(extent), scope);
+    match extent.as_int() {
+        Some(n) if n <= 0 => Stmt::NoOp,
+        Some(1) => simplify_let_value(var, min, body, scope, renames),
+        _ => {
+            scope.push(var, loop_interval(&min, &extent, scope));
+            let body = simplify_stmt(body, scope, renames);
+            scope.pop();
+            if body == Stmt::NoOp {
+                return Stmt::NoOp;
+            }
+            Stmt::For {
+                var: var.to_string(),
+                min,
+                extent,
+                kind,
+                body: Box::new(body),
+            }
+        }
+    }
+}
+
+fn simplify_let(
+    name: &str,
+    value: &Expr,
+    body: &Stmt,
+    scope: &mut Scope,
+    renames: &mut Renames,
+) -> Stmt {
+    let value = simplify_expr_with_bounds(&renames.apply(value), scope);
+    simplify_let_value(name, value, body, scope, renames)
+}
+
+/// `let name = value in body` with `value` already simplified. Inlining a variable, constant
+/// or parameter first lets constants fold in the body.
+fn simplify_let_value(
+    name: &str,
+    value: Expr,
+    body: &Stmt,
+    scope: &mut Scope,
+    renames: &mut Renames,
+) -> Stmt {
+    if is_trivial(&value) {
+        renames.insert(name, value);
+        let body = simplify_stmt(body, scope, renames);
+        renames.remove(name);
+        return body;
+    }
+    scope.push_let(name, bounds(&value, scope), &value);
+    let body = simplify_stmt(body, scope, renames);
+    scope.pop();
+    if body == Stmt::NoOp {
+        return Stmt::NoOp;
+    }
+    Stmt::Let {
+        name: name.to_string(),
+        value,
+        body: Box::new(body),
     }
 }
 
@@ -204,18 +244,26 @@ pub(crate) fn loop_interval(min: &Expr, extent: &Expr, scope: &Scope) -> Option<
     (n.hi >= 1).then(|| Interval::new(m.lo.max(i32::MIN as i64), hi as i64))
 }
 
-fn simplify_if(cond: &Expr, then_case: &Stmt, else_case: Option<&Stmt>, scope: &mut Scope) -> Stmt {
-    let cond = simplify_expr_with_bounds(cond, scope);
+fn simplify_if(
+    cond: &Expr,
+    then_case: &Stmt,
+    else_case: Option<&Stmt>,
+    scope: &mut Scope,
+    renames: &mut Renames,
+) -> Stmt {
+    let cond = simplify_expr_with_bounds(&renames.apply(cond), scope);
     match cond {
-        Expr::Const(strata_dsl::Value::Bool(true)) => return simplify_stmt(then_case, scope),
+        Expr::Const(strata_dsl::Value::Bool(true)) => {
+            return simplify_stmt(then_case, scope, renames)
+        }
         Expr::Const(strata_dsl::Value::Bool(false)) => {
-            return else_case.map_or(Stmt::NoOp, |e| simplify_stmt(e, scope));
+            return else_case.map_or(Stmt::NoOp, |e| simplify_stmt(e, scope, renames));
         }
         _ => {}
     }
-    let then_case = simplify_stmt(then_case, scope);
+    let then_case = simplify_stmt(then_case, scope, renames);
     let else_case = else_case
-        .map(|e| simplify_stmt(e, scope))
+        .map(|e| simplify_stmt(e, scope, renames))
         .filter(|e| *e != Stmt::NoOp);
     if then_case == Stmt::NoOp && else_case.is_none() {
         return Stmt::NoOp;

@@ -111,8 +111,10 @@ struct Subst<'a> {
 
 impl Subst<'_> {
     /// Whether binding `bound` around a scope that uses `name` would capture part of `value`.
-    fn captures(&self, bound: &str, uses_name: bool) -> bool {
-        uses_name && self.free.contains(bound)
+    /// `uses_name` walks the scope, so it is asked only when `bound` is free in `value` (asked
+    /// at every let and loop, it made substitution quadratic in the statement's depth).
+    fn captures(&self, bound: &str, uses_name: impl FnOnce() -> bool) -> bool {
+        self.free.contains(bound) && uses_name()
     }
 
     fn expr(&self, e: &Expr) -> Option<Expr> {
@@ -126,7 +128,7 @@ impl Subst<'_> {
                 let value = Box::new(self.expr(value)?);
                 let body = if bound == self.name {
                     body.clone()
-                } else if self.captures(bound, body.uses_var(self.name)) {
+                } else if self.captures(bound, || body.uses_var(self.name)) {
                     return None;
                 } else {
                     Box::new(self.expr(body)?)
@@ -149,7 +151,7 @@ impl Subst<'_> {
     fn scoped(&self, bound: &str, body: &Stmt) -> Option<Box<Stmt>> {
         if bound == self.name {
             Some(Box::new(body.clone()))
-        } else if self.captures(bound, stmt_uses_var(body, self.name)) {
+        } else if self.captures(bound, || stmt_uses_var(body, self.name)) {
             None
         } else {
             Some(Box::new(self.stmt(body)?))
