@@ -13,7 +13,8 @@
 //! Establishes: every call of a computed function is inside its `realize`, after its `produce`,
 //! and a `produce` runs only if some access of the function after it can.
 
-use super::bounds::{access_bounds, fold_add, fold_sub, live_access_bounds, Interval};
+use super::bounds::{access_bounds, fold_add, fold_sub, live_access_bounds, map_box, substitute};
+use super::bounds::Interval;
 use super::loop_nest::{region_max, region_min, stage_nest, StageNest};
 use super::LowerError;
 use crate::ir::{Expr, Range, Stmt};
@@ -284,12 +285,28 @@ fn grow_for_updates(
     bounded(&func.name, grown)
 }
 
-/// `realize func` over every access of it in `body`.
+/// `realize func` over every access of it in `body`, inside the lets `body` starts with (the
+/// regions of the functions computed there, so the next producer's region can name them).
+/// Its own region's lets are substituted into its box, so that correlated bounds cancel: a
+/// region `f.y.min = g.s0.y`, `f.y.max = g.s0.y + 2` is stored in 3 rows.
 fn store_here(body: &Stmt, func: &Func) -> Result<Stmt, LowerError> {
+    let own = |name: &str| {
+        func.vars.iter().any(|v| {
+            name == region_min(&func.name, v) || name == region_max(&func.name, v)
+        })
+    };
     let (lets, body) = leading_lets(body);
     let Some(touched) = access_bounds(body, &func.name) else {
         return Ok(wrap_lets(&lets, body.clone()));
     };
+    let touched = lets
+        .iter()
+        .rev()
+        .filter(|(name, _)| own(name))
+        .fold(Some(touched), |b, (name, value)| {
+            map_box(b, &|e| substitute(e, name, value))
+        })
+        .unwrap_or_default();
     let region = bounded(&func.name, touched)?
         .iter()
         .map(|i| {
