@@ -38,19 +38,29 @@ fn compile(p: &Pipeline, s: &Schedule, backend: Backend, profile: bool) -> Compi
     compile_pipeline(p, s, &Sizes::new(), &options).unwrap_or_else(|e| panic!("{s}: {e}"))
 }
 
-/// Runs a profiled kernel `runs` times; the per-function totals and the summed wall time.
-fn profile(
-    k: &CompiledKernel,
-    args: &strata_dsl::Args,
-    runs: usize,
-) -> (Vec<FunctionTime>, Duration) {
+/// What `runs` profiled runs of a kernel gave.
+struct Profiled {
+    /// Per function, summed over the runs.
+    totals: Vec<FunctionTime>,
+    /// The runs' wall times, summed.
+    wall: Duration,
+    /// The largest share of one run's wall time that its self times cover.
+    best_share: f64,
+}
+
+/// Runs a profiled kernel `runs` times.
+fn profile(k: &CompiledKernel, args: &strata_dsl::Args, runs: usize) -> Profiled {
     let mut out = k.run(args, 1).unwrap();
     let mut totals: Vec<FunctionTime> = Vec::new();
     let mut wall = Duration::ZERO;
+    let mut best_share = 0.0f64;
     for _ in 0..runs {
         let t = Instant::now();
         let times = k.run_profiled_into(args, &mut out, 1).unwrap().unwrap();
-        wall += t.elapsed();
+        let run_wall = t.elapsed();
+        wall += run_wall;
+        let inside: u64 = times.iter().map(|t| t.self_nanos).sum();
+        best_share = best_share.max(inside as f64 / run_wall.as_nanos().max(1) as f64);
         if totals.is_empty() {
             totals = times;
         } else {
@@ -61,7 +71,11 @@ fn profile(
             }
         }
     }
-    (totals, wall)
+    Profiled {
+        totals,
+        wall,
+        best_share,
+    }
 }
 
 /// blur3x3 with `bx` at root and inside `out`'s row loop: both functions appear, `bx` once
@@ -78,7 +92,11 @@ fn blur_root_and_inside_show_both_functions() {
         for (schedule, bx_calls) in [("bx: compute_root()", 1), ("bx: compute_at(out, y)", h - 2)] {
             let s = parse_schedule(schedule).unwrap();
             let k = compile(&blur, &s, backend, true);
-            let (times, wall) = profile(&k, &args, runs);
+            let Profiled {
+                totals: times,
+                wall,
+                best_share,
+            } = profile(&k, &args, runs);
             let mut names: Vec<&str> = times.iter().map(|t| t.name.as_str()).collect();
             names.sort();
             assert_eq!(names, ["bx", "out"], "{backend} {schedule}");
@@ -95,9 +113,12 @@ fn blur_root_and_inside_show_both_functions() {
             // One thread: self times partition the time inside `produce` blocks, which is
             // inside the call; binding the arguments is all the call does besides.
             assert!(inside <= wall, "{backend} {schedule}: {inside} > {wall}");
+            // Most of a run is inside its `produce` blocks. Checked on the best run: on a
+            // loaded machine a run descheduled outside them (binding the arguments) has a
+            // smaller share, and the sum over all runs fell to 5% now and then.
             assert!(
-                inside as f64 >= 0.6 * wall as f64,
-                "{backend} {schedule}: {inside} of {wall}"
+                best_share >= 0.6,
+                "{backend} {schedule}: at best {best_share:.2} of a run ({inside} of {wall} in all)"
             );
         }
     }

@@ -13,8 +13,8 @@
 //! Establishes: every call of a computed function is inside its `realize`, after its `produce`,
 //! and a `produce` runs only if some access of the function after it can.
 
-use super::bounds::{access_bounds, fold_add, fold_sub, live_access_bounds, map_box, substitute};
 use super::bounds::Interval;
+use super::bounds::{access_bounds, fold_add, fold_sub, live_access_bounds, map_box, substitute};
 use super::loop_nest::{region_max, region_min, stage_nest, StageNest};
 use super::LowerError;
 use crate::ir::{Expr, Range, Stmt};
@@ -200,11 +200,13 @@ fn leading_lets(s: &Stmt) -> (Vec<(String, Expr)>, &Stmt) {
 
 /// `stmt` inside `lets` (outermost first).
 fn wrap_lets(lets: &[(String, Expr)], stmt: Stmt) -> Stmt {
-    lets.iter().rev().fold(stmt, |body, (name, value)| Stmt::Let {
-        name: name.clone(),
-        value: value.clone(),
-        body: Box::new(body),
-    })
+    lets.iter()
+        .rev()
+        .fold(stmt, |body, (name, value)| Stmt::Let {
+            name: name.clone(),
+            value: value.clone(),
+            body: Box::new(body),
+        })
 }
 
 /// `produce func`, under `if (..)` when every site of `body` reading it may run zero times:
@@ -291,9 +293,9 @@ fn grow_for_updates(
 /// region `f.y.min = g.s0.y`, `f.y.max = g.s0.y + 2` is stored in 3 rows.
 fn store_here(body: &Stmt, func: &Func) -> Result<Stmt, LowerError> {
     let own = |name: &str| {
-        func.vars.iter().any(|v| {
-            name == region_min(&func.name, v) || name == region_max(&func.name, v)
-        })
+        func.vars
+            .iter()
+            .any(|v| name == region_min(&func.name, v) || name == region_max(&func.name, v))
     };
     let (lets, body) = leading_lets(body);
     let Some(touched) = access_bounds(body, &func.name) else {

@@ -44,8 +44,8 @@ pub use hoist::hoist_loop_invariants;
 pub use interval::{bounds, Interval, Scope};
 
 use crate::ir::{Expr, Stmt};
-use rules::{rewrite_once, same};
 use renames::Renames;
+use rules::{rewrite_once, same};
 use std::cell::RefCell;
 use subst::is_trivial;
 
