@@ -27,10 +27,25 @@ fn value(e: &Expr, vars: &[(&str, i32)]) -> i64 {
         .unwrap_or_else(|| panic!("{e} is not an integer"))
 }
 
-/// `x + c`, `y + c`, and `min`/`max` of those plus a constant, nested.
+/// `x + c`, `y + c`, `(x + c) / d + e` (an upsampling read), and `min`/`max` of those plus a
+/// constant, nested.
 fn index_expr() -> impl Strategy<Value = Expr> {
-    let leaf = (prop::sample::select(vec!["x", "y"]), -3i32..=3)
+    let linear = (prop::sample::select(vec!["x", "y"]), -3i32..=3)
         .prop_map(|(v, c)| Expr::add(Expr::var(v), Expr::int(c)));
+    let quotient = (
+        prop::sample::select(vec!["x", "y"]),
+        -3i32..=3,
+        1i32..=3,
+        -2i32..=2,
+    )
+        .prop_map(|(v, c, d, e)| {
+            let n = Expr::add(Expr::var(v), Expr::int(c));
+            Expr::add(
+                Expr::binary(strata_dsl::BinOp::Div, n, Expr::int(d)),
+                Expr::int(e),
+            )
+        });
+    let leaf = prop_oneof![linear, quotient];
     leaf.prop_recursive(3, 12, 2, |inner| {
         (any::<bool>(), inner.clone(), inner, -3i32..=3).prop_map(|(is_min, a, b, c)| {
             let m = if is_min {
@@ -107,4 +122,21 @@ proptest! {
             }
         }
     }
+}
+
+/// An upsampling read at `x / 2` and `(x + 1) / 2` is bounded by one of them on each side, so
+/// a pyramid's regions keep one term per level.
+#[test]
+fn quotients_of_one_numerator_order_like_their_numerators() {
+    let div2 = |e: Expr| Expr::binary(strata_dsl::BinOp::Div, e, Expr::int(2));
+    let low = div2(Expr::var("x"));
+    let high = div2(Expr::add(Expr::var("x"), Expr::int(1)));
+    assert_eq!(fold_min(low.clone(), high.clone()), low);
+    assert_eq!(fold_max(low.clone(), high.clone()), high);
+    // `x / 2 + 1` and `(x + 1) / 2` do not order alike in both parts: kept as they are.
+    let shifted = Expr::add(low.clone(), Expr::int(1));
+    assert_eq!(
+        fold_max(shifted.clone(), high.clone()),
+        Expr::max(shifted, high)
+    );
 }

@@ -113,7 +113,9 @@ fn lowered_text(p: &Pipeline, s: &Schedule) -> String {
     let kernel = lower(p, s).unwrap_or_else(|e| panic!("{e}"));
     let took = start.elapsed();
     assert!(took < Duration::from_secs(60), "lowering took {took:?}");
-    kernel.body.to_string()
+    let text = kernel.body.to_string();
+    eprintln!("lowered {} functions in {took:.2?}", p.funcs.len());
+    text
 }
 
 /// The printed size at each depth grows by about the same amount per level: the last step

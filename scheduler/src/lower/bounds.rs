@@ -398,6 +398,9 @@ fn fold_extreme(op: Intrinsic, a: Expr, b: Expr) -> Expr {
     if ba == bb {
         return join_const(ba, pick(ca, cb));
     }
+    if let Some(picked) = ordered_quotients(op, &a, &b) {
+        return picked;
+    }
     for (nested, other) in [(&a, &b), (&b, &a)] {
         if absorbs(op, other, nested) {
             return other.clone();
@@ -414,6 +417,38 @@ fn fold_extreme(op: Intrinsic, a: Expr, b: Expr) -> Expr {
         }
     }
     Expr::Intrinsic(op, vec![a, b])
+}
+
+/// `min` or `max` of `(x + k1) / d + c1` and `(x + k2) / d + c2` for a constant `d > 0`: the
+/// smaller or larger when both `k` and `c` order them alike, as Euclidean division by a
+/// positive constant never decreases. An upsampling read `f(x / 2) + f((x + 1) / 2)` keeps one
+/// bound per level instead of doubling (Halide's interpolate writes it so).
+fn ordered_quotients(op: Intrinsic, a: &Expr, b: &Expr) -> Option<Expr> {
+    let quotient = |e: &Expr| {
+        let (base, c) = split_const(e);
+        match base? {
+            Expr::Binary(BinOp::Div, n, d) if d.as_int().is_some_and(|d| d > 0) => {
+                let (x, k) = split_const(&n);
+                Some((x?, k, d.as_int()?, c))
+            }
+            _ => None,
+        }
+    };
+    let ((xa, ka, da, ca), (xb, kb, db, cb)) = (quotient(a)?, quotient(b)?);
+    if xa != xb || da != db {
+        return None;
+    }
+    let a_smaller = match (ka <= kb && ca <= cb, kb <= ka && cb <= ca) {
+        (true, _) => true,
+        (_, true) => false,
+        _ => return None,
+    };
+    let pick_a = if op == Intrinsic::Min {
+        a_smaller
+    } else {
+        !a_smaller
+    };
+    Some(if pick_a { a.clone() } else { b.clone() })
 }
 
 /// Whether `op(kept, other) == kept` by absorption: `max(x + c, min(x, y) + d)` with `c >= d`
