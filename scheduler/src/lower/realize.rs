@@ -179,7 +179,7 @@ fn compute_here(
     };
     let required = bounded(&func.name, required)?;
     let region = grow_for_updates(func, &required, nests)?;
-    let stmt = Stmt::block(vec![produce_when_read(body, func, nests), body.clone()]);
+    let stmt = produce_when_read(body, func, nests);
     Ok(Some(wrap_lets(&lets, with_region(func, &region, stmt))))
 }
 
@@ -209,24 +209,33 @@ fn wrap_lets(lets: &[(String, Expr)], stmt: Stmt) -> Stmt {
         })
 }
 
-/// `produce func`, under `if (..)` when every site of `body` reading it may run zero times:
-/// then the function is computed only when one of them runs. The required region, taken
-/// over empty loops, need not be empty (`y + ky` over `y` in `0..=-1` is `0..=1`), and
-/// computing it read inputs the empty loops never read: an output of extent 0 or an empty
-/// reduction domain made valid calls fail the input checks (`access_sites` reads the guard).
+/// `produce func` then `body`; the `produce` under `if (f.needed)` when every site of `body`
+/// reading it may run zero times: then the function is computed only when one of them runs.
+/// The required region, taken over empty loops, need not be empty (`y + ky` over `y` in
+/// `0..=-1` is `0..=1`), and computing it read inputs the empty loops never read: an output
+/// of extent 0 or an empty reduction domain made valid calls fail the input checks
+/// (`access_sites` reads the guard). The condition is a let, `f.needed`, so that a producer's
+/// condition names its consumers' (`g.needed && 0 < g.x.max - g.x.min + 1 ..`) instead of
+/// repeating them: written out, each level of a pyramid repeated every level after it.
 fn produce_when_read(
     body: &Stmt,
     func: &Func,
     nests: &HashMap<(String, usize), StageNest>,
 ) -> Stmt {
     let stmt = produce(func, nests);
-    match super::access_sites::run_condition(body, &func.name) {
-        Some(cond) => Stmt::If {
-            cond,
-            then_case: Box::new(stmt),
-            else_case: None,
-        },
-        None => stmt,
+    let Some(cond) = super::access_sites::run_condition(body, &func.name) else {
+        return Stmt::block(vec![stmt, body.clone()]);
+    };
+    let needed = format!("{}.needed", func.name);
+    let guarded = Stmt::If {
+        cond: Expr::Var(needed.clone(), crate::ir::Type::BOOL),
+        then_case: Box::new(stmt),
+        else_case: None,
+    };
+    Stmt::Let {
+        name: needed,
+        value: cond,
+        body: Box::new(Stmt::block(vec![guarded, body.clone()])),
     }
 }
 
