@@ -172,17 +172,25 @@ fn assert_reference_answer(p: &Pipeline, schedule: &Schedule, sizes: &[(&str, i6
     }
 }
 
-/// Every level at root, at small sizes. Not the default schedule yet: it inlines every level,
-/// so each point of a level recomputes the levels below at several points and the work
-/// multiplies per level (with it, interpolate at 3 levels overflowed a test thread's 2 MiB
-/// stack, and took 10 minutes with a larger one; issue 20 asks the default to compute such
-/// functions at root).
+/// Every level at root, and the default schedule (which computes at root the levels that
+/// inlining would multiply, `schedule::inline_bound`), at small sizes.
 #[test]
 fn pyramids_give_the_reference_answer() {
     for p in [parse(&interpolate(4)), parse(&local_laplacian(3))] {
-        // Odd sizes, not multiples of any level's factor.
-        for (h, w) in [(9, 7), (4, 5)] {
-            assert_reference_answer(&p, &all_root(&p), &[("H", h), ("W", w)]);
+        for schedule in [all_root(&p), Schedule::new()] {
+            // Odd sizes, not multiples of any level's factor.
+            for (h, w) in [(9, 7), (4, 5)] {
+                assert_reference_answer(&p, &schedule, &[("H", h), ("W", w)]);
+            }
         }
+    }
+}
+
+/// The default schedule of an app-sized pyramid lowers (inlining every level was refused as
+/// too large: each level read the one below at several points).
+#[test]
+fn deep_pyramids_lower_under_the_default_schedule() {
+    for p in [parse(&interpolate(10)), parse(&local_laplacian(8))] {
+        lowered_text(&p, &Schedule::new());
     }
 }

@@ -19,6 +19,7 @@
 
 pub mod canonical;
 pub(crate) mod follow;
+pub mod inline_bound;
 pub mod loops;
 pub mod races;
 pub mod rfactor;

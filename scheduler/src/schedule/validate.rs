@@ -7,7 +7,7 @@ use super::loops::{stage_loops, Dim, StageLoops, MAX_SPLIT_FACTOR};
 use super::{Directive, LoopLevel, Schedule, StageRef};
 use crate::ir::ForKind;
 use crate::lower::lift_reductions::Lifted;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use strata_dsl::ir::{CallTarget, Expr, Func, Pipeline};
 
@@ -691,15 +691,35 @@ pub(crate) fn validate_plain(lifted: &Lifted, schedule: &Schedule) -> Result<Pla
             },
         );
     }
+    let mut defaulted = BTreeSet::new();
     for func in &pipeline.funcs {
         let (compute, store) = explicit_placement(lifted, func, schedule, &funcs)?;
+        if compute.is_none() && store.is_none() {
+            defaulted.insert(func.name.clone());
+        }
         let plan = funcs
             .get_mut(&func.name)
             .ok_or_else(|| unknown(&func.name, pipeline))?;
         plan.compute = compute.unwrap_or_else(|| default_compute(func, lifted));
         plan.store = store.unwrap_or_else(|| plan.compute.clone());
     }
-    // Where following gives no legal plan, the defaults' plan gives the schedule's own error.
+    let mut bounded = funcs.clone();
+    if super::inline_bound::root_past_inline_bound(pipeline, &mut bounded, &defaulted) {
+        if let Ok(plan) = followed_plan(lifted, schedule, bounded) {
+            return Ok(plan);
+        }
+    }
+    followed_plan(lifted, schedule, funcs)
+}
+
+/// The plan of `funcs` with unplaced functions following placed producers into their loops
+/// (`follow`); where following gives no legal plan, the defaults' plan gives the schedule's
+/// own error.
+fn followed_plan(
+    lifted: &Lifted,
+    schedule: &Schedule,
+    funcs: BTreeMap<String, FuncPlan>,
+) -> Result<Plan, ScheduleError> {
     if let Some(followed) = super::follow::follow_placed_producers(lifted, schedule, &funcs) {
         if let Ok(plan) = checked_plan(lifted, schedule, followed) {
             return Ok(plan);
