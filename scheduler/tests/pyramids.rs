@@ -133,29 +133,27 @@ fn assert_additive(name: &str, depths: &[usize], sizes: &[usize]) {
     }
 }
 
+/// The printed size of `kernel(depth)`'s loop nest, every level at root, at each depth.
+fn printed_sizes(kernel: fn(usize) -> String, depths: &[usize]) -> Vec<usize> {
+    depths
+        .iter()
+        .map(|&d| {
+            let p = parse(&kernel(d));
+            lowered_text(&p, &all_root(&p)).len()
+        })
+        .collect()
+}
+
 #[test]
 fn interpolate_grows_by_a_level_at_a_time() {
     let depths = [6, 7, 8, 9];
-    let sizes: Vec<usize> = depths
-        .iter()
-        .map(|&d| {
-            let p = parse(&interpolate(d));
-            lowered_text(&p, &all_root(&p)).len()
-        })
-        .collect();
-    assert_additive("interpolate", &depths, &sizes);
+    assert_additive("interpolate", &depths, &printed_sizes(interpolate, &depths));
 }
 
 #[test]
 fn local_laplacian_grows_by_a_level_at_a_time() {
     let depths = [4, 5, 6];
-    let sizes: Vec<usize> = depths
-        .iter()
-        .map(|&d| {
-            let p = parse(&local_laplacian(d));
-            lowered_text(&p, &all_root(&p)).len()
-        })
-        .collect();
+    let sizes = printed_sizes(local_laplacian, &depths);
     assert_additive("local Laplacian", &depths, &sizes);
 }
 
