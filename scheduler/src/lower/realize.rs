@@ -4,12 +4,15 @@
 //! Functions are placed consumers first. For a function `f` computed at loop `L` (or at root),
 //! the region is the box of every access of `f` inside `L`'s body, with the loops and lets
 //! there ranging over their bounds and the loops outside fixed; update definitions may grow it
-//! (a histogram's data-dependent target, a scan's reads). `L`'s body becomes
-//! `let f.x.min = ..; let f.x.max = ..; produce f { stages } ; <old body>`, and a
-//! `realize f` covering every access wraps the body of the storage loop. When every access in
-//! `L`'s body lies under loops that may run zero times, the `produce` is under
-//! `if (0 < extent && ..)` of those loops: nothing is computed (or read) for a consumer that
-//! reads nothing, such as an output of extent 0.
+//! (a histogram's data-dependent target, a scan's reads). `L`'s body starts with the lets of
+//! the functions already computed there (consumers of `f`, outermost first); `f`'s own go
+//! inside them, so its region is stated in their names (Halide's `f.s0.x.min`), not their
+//! values: `let g.x.min = ..; .. let f.x.min = g.x.min * 2 - 1; let f.x.max = ..;
+//! produce f { stages }; <rest of the old body>`, and a `realize f` covering every access sits
+//! inside the lets of the storage loop's body. When every access in `L`'s body lies under
+//! loops that may run zero times, the `produce` is under `if (f.needed)`, a let of `0 < extent
+//! && ..` of those loops (and the `needed` of the consumers around them): nothing is computed
+//! (or read) for a consumer that reads nothing, such as an output of extent 0.
 //! Establishes: every call of a computed function is inside its `realize`, after its `produce`,
 //! and a `produce` runs only if some access of the function after it can.
 
