@@ -129,24 +129,18 @@ pub fn simplify(s: &Stmt) -> Stmt {
 /// variable, constant or parameter are inlined through `renames` (see `renames.rs`).
 fn simplify_stmt(s: &Stmt, scope: &mut Scope, renames: &mut Renames) -> Stmt {
     match s {
-        Stmt::For { var, .. } | Stmt::Let { name: var, .. } => {
-            let taken = renames.take_conflicting(var, s);
-            let out = match s {
-                Stmt::For {
-                    var,
-                    min,
-                    extent,
-                    kind,
-                    body,
-                } => simplify_for(var, min, extent, *kind, body, scope, renames),
-                Stmt::Let { name, value, body } => simplify_let(name, value, body, scope, renames),
-                _ => unreachable!("matched above"),
-            };
-            for (name, value) in &taken {
-                renames.insert(name, value.clone());
-            }
-            Renames::wrap(taken, out)
-        }
+        Stmt::For {
+            var,
+            min,
+            extent,
+            kind,
+            body,
+        } => binding(var, s, renames, &mut |renames| {
+            simplify_for(var, min, extent, *kind, body, scope, renames)
+        }),
+        Stmt::Let { name, value, body } => binding(name, s, renames, &mut |renames| {
+            simplify_let(name, value, body, scope, renames)
+        }),
         Stmt::If {
             cond,
             then_case,
@@ -163,6 +157,22 @@ fn simplify_stmt(s: &Stmt, scope: &mut Scope, renames: &mut Renames) -> Stmt {
             out
         }
     }
+}
+
+/// `simplify` of `s`, a loop or let binding `name`: pending inlined lets that `name` would
+/// shadow or capture are bound again around it, and pending again after it.
+fn binding(
+    name: &str,
+    s: &Stmt,
+    renames: &mut Renames,
+    simplify: &mut dyn FnMut(&mut Renames) -> Stmt,
+) -> Stmt {
+    let taken = renames.take_conflicting(name);
+    let out = simplify(renames);
+    for (name, value) in &taken {
+        renames.insert(name, value.clone());
+    }
+    Renames::wrap(&taken, s, out)
 }
 
 fn simplify_for(

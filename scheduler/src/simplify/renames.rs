@@ -89,11 +89,11 @@ impl Renames {
         used
     }
 
-    /// Before entering a scope binding `name` (a loop or let), around a statement `s` that
-    /// binds it: the pending lets that must be bound again outside `s` (those `name` would
-    /// shadow or whose value reads `name`, if `s` reads them), removed from `self`. The
-    /// caller wraps `s` in them with [`Renames::wrap`].
-    pub(crate) fn take_conflicting(&mut self, name: &str, s: &Stmt) -> Vec<(String, Expr)> {
+    /// Before entering a scope binding `name` (a loop or let): the pending lets `name` would
+    /// shadow or whose value reads `name`, removed from `self` for the scope. The caller puts
+    /// them back after it, for the statements that follow, and binds again around the
+    /// statement those it reads ([`Renames::wrap`]).
+    pub(crate) fn take_conflicting(&mut self, name: &str) -> Vec<(String, Expr)> {
         if !self.conflicts(name) {
             return Vec::new();
         }
@@ -103,24 +103,95 @@ impl Renames {
             .filter(|(n, v)| n.as_str() == name || v.uses_var(name))
             .map(|(n, _)| n.clone())
             .collect();
-        let mut taken = Vec::new();
-        for n in conflicting {
-            if let Some(v) = self.values.remove(&n) {
-                if super::subst::stmt_uses_var(s, &n) {
-                    taken.push((n, v));
-                }
-            }
-        }
+        let mut taken: Vec<(String, Expr)> = conflicting
+            .into_iter()
+            .filter_map(|n| self.values.remove(&n).map(|v| (n, v)))
+            .collect();
         taken.sort_by(|a, b| a.0.cmp(&b.0));
         taken
     }
 
-    /// `s` inside the lets `taken` (see [`Renames::take_conflicting`]).
-    pub(crate) fn wrap(taken: Vec<(String, Expr)>, s: Stmt) -> Stmt {
-        taken.into_iter().fold(s, |body, (name, value)| Stmt::Let {
-            name,
+    /// `simplified` (the statement `original` became) inside the lets of `taken` that
+    /// `original` reads (see [`Renames::take_conflicting`]).
+    pub(crate) fn wrap(taken: &[(String, Expr)], original: &Stmt, simplified: Stmt) -> Stmt {
+        taken
+            .iter()
+            .filter(|(n, _)| super::subst::stmt_uses_var(original, n))
+            .fold(simplified, |body, (name, value)| Stmt::Let {
+                name: name.clone(),
+                value: value.clone(),
+                body: Box::new(body),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ir::{Expr, ForKind, Stmt};
+
+    fn store(index: Expr, value: Expr) -> Stmt {
+        Stmt::Store {
+            buffer: "out".into(),
+            index,
+            value,
+        }
+    }
+
+    fn serial(var: &str, body: Stmt) -> Stmt {
+        Stmt::For {
+            var: var.into(),
+            min: Expr::int(0),
+            extent: Expr::var("n"),
+            kind: ForKind::Serial,
+            body: Box::new(body),
+        }
+    }
+
+    fn let_(name: &str, value: Expr, body: Stmt) -> Stmt {
+        Stmt::Let {
+            name: name.into(),
             value,
             body: Box::new(body),
-        })
+        }
+    }
+
+    /// `let a = b; for b { out[b] = a }`: inlining `a` inside the loop would read the loop's
+    /// `b`; the let is bound again around the loop, where `b` is still the outer one.
+    #[test]
+    fn a_loop_rebinding_a_pending_value_gets_its_let_back() {
+        let s = let_(
+            "a",
+            Expr::var("b"),
+            serial("b", store(Expr::var("b"), Expr::var("a"))),
+        );
+        let out = crate::simplify::simplify(&s);
+        let expected = let_(
+            "a",
+            Expr::var("b"),
+            serial("b", store(Expr::var("b"), Expr::var("a"))),
+        );
+        assert_eq!(out, expected, "{out}");
+    }
+
+    /// `let a = c; out[0] = a; for a { out[a] = a }; out[1] = a`: the loop's `a` shadows the
+    /// pending one inside it only; the stores around it read `c`.
+    #[test]
+    fn a_shadowing_loop_leaves_the_pending_let_to_its_siblings() {
+        let s = let_(
+            "a",
+            Expr::var("c"),
+            Stmt::block(vec![
+                store(Expr::int(0), Expr::var("a")),
+                serial("a", store(Expr::var("a"), Expr::var("a"))),
+                store(Expr::int(1), Expr::var("a")),
+            ]),
+        );
+        let out = crate::simplify::simplify(&s);
+        let expected = Stmt::block(vec![
+            store(Expr::int(0), Expr::var("c")),
+            serial("a", store(Expr::var("a"), Expr::var("a"))),
+            store(Expr::int(1), Expr::var("c")),
+        ]);
+        assert_eq!(out, expected, "{out}");
     }
 }
