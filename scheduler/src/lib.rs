@@ -38,6 +38,7 @@
 #![warn(missing_docs)]
 
 pub mod generate;
+pub mod generate_apps;
 pub mod generate_pipeline;
 pub mod interp;
 pub mod ir;
