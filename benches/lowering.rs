@@ -10,9 +10,8 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use strata::scheduler::generate_apps::{interpolate, local_laplacian};
+use strata::scheduler::generate_apps::{all_at_root, interpolate, local_laplacian};
 use strata::scheduler::lower::lower;
-use strata::scheduler::schedule::text::parse_schedule;
 use strata::{parse_kernel, Pipeline, Schedule};
 
 /// The system allocator, counting the bytes live and their peak.
@@ -40,17 +39,6 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-/// Every function but the output computed at root.
-fn all_root(p: &Pipeline) -> Schedule {
-    let lines: Vec<String> = p
-        .funcs
-        .iter()
-        .filter(|f| f.name != p.output.name)
-        .map(|f| format!("{}: compute_root()", f.name))
-        .collect();
-    parse_schedule(&lines.join("\n")).unwrap()
-}
-
 /// The peak heap, in MB, of lowering `p` under `s` once (above what was live before).
 fn peak_mb(p: &Pipeline, s: &Schedule) -> f64 {
     let before = LIVE.load(Ordering::Relaxed);
@@ -69,7 +57,10 @@ fn lowering(c: &mut Criterion) {
         group.sample_size(10);
         for depth in depths {
             let p = parse_kernel(&generate(depth), name).unwrap();
-            for (kind, schedule) in [("root", all_root(&p)), ("default", Schedule::new())] {
+            for (kind, schedule) in [
+                ("root", all_at_root(&p).unwrap()),
+                ("default", Schedule::new()),
+            ] {
                 eprintln!(
                     "{name} {depth} levels, {kind}: {} functions, peak heap {:.1} MB",
                     p.funcs.len(),

@@ -4,6 +4,22 @@
 //! level adding about the same (`scheduler/tests/pyramids.rs`); the `lowering` bench times
 //! them against depth (`benches/lowering.rs`).
 
+use crate::schedule::text::parse_schedule;
+use crate::Schedule;
+use strata_dsl::Diagnostic;
+use strata_dsl::Pipeline;
+
+/// Every function of `p` but the output computed at root (each pyramid level at root).
+pub fn all_at_root(p: &Pipeline) -> Result<Schedule, Diagnostic> {
+    let lines: Vec<String> = p
+        .funcs
+        .iter()
+        .filter(|f| f.name != p.output.name)
+        .map(|f| format!("{}: compute_root()", f.name))
+        .collect();
+    parse_schedule(&lines.join("\n"))
+}
+
 /// Premultiply, `levels - 1` downsamplings, as many upsample-and-blend steps, normalize; four
 /// channels, read through `clamp_edge`. At least one level.
 pub fn interpolate(levels: usize) -> String {

@@ -8,25 +8,13 @@
 use std::time::{Duration, Instant};
 use strata_dsl::random::{agree, random_args};
 use strata_dsl::{evaluate, parse_kernel, Pipeline, Sizes};
-use strata_scheduler::generate_apps::{interpolate, local_laplacian};
+use strata_scheduler::generate_apps::{all_at_root, interpolate, local_laplacian};
 use strata_scheduler::interp::interpret;
 use strata_scheduler::lower::lower;
-use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::Schedule;
 
 fn parse(source: &str) -> Pipeline {
     parse_kernel(source, "pyramid").unwrap_or_else(|e| panic!("{e}\n{source}"))
-}
-
-/// Every function but the output computed at root.
-fn all_root(p: &Pipeline) -> Schedule {
-    let text: Vec<String> = p
-        .funcs
-        .iter()
-        .filter(|f| f.name != p.output.name)
-        .map(|f| format!("{}: compute_root()", f.name))
-        .collect();
-    parse_schedule(&text.join("\n")).unwrap()
 }
 
 /// The printed loop nest, and how long lowering took (at most a minute: a hang guard, not a
@@ -62,7 +50,7 @@ fn printed_sizes(kernel: fn(usize) -> String, depths: &[usize]) -> Vec<usize> {
         .iter()
         .map(|&d| {
             let p = parse(&kernel(d));
-            lowered_text(&p, &all_root(&p)).len()
+            lowered_text(&p, &all_at_root(&p).unwrap()).len()
         })
         .collect()
 }
@@ -98,7 +86,7 @@ fn assert_reference_answer(p: &Pipeline, schedule: &Schedule, sizes: &[(&str, i6
 #[test]
 fn pyramids_give_the_reference_answer() {
     for p in [parse(&interpolate(4)), parse(&local_laplacian(3))] {
-        for schedule in [all_root(&p), Schedule::new()] {
+        for schedule in [all_at_root(&p).unwrap(), Schedule::new()] {
             // Odd sizes, not multiples of any level's factor.
             for (h, w) in [(9, 7), (4, 5)] {
                 assert_reference_answer(&p, &schedule, &[("H", h), ("W", w)]);
