@@ -14,6 +14,7 @@ pub mod interchange_lanes;
 pub mod lift_reductions;
 pub mod limits;
 pub mod loop_nest;
+pub mod partition_loops;
 pub mod realize;
 pub mod specialize;
 pub mod unroll;
@@ -187,6 +188,8 @@ fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel,
     log.log("empty inputs", &s);
     let s = flatten::flatten(&s, &inlined, plan);
     log.log("storage flattening", &s);
+    let s = partition_loops::partition_loops(&s);
+    log.log("loop partitioning", &s);
     let mut serial_vectors = Vec::new();
     let s = vectorize::vectorize_noting(&s, &mut serial_vectors);
     log.log("vectorization", &s);
