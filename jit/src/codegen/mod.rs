@@ -455,7 +455,7 @@ impl FnCodegen<'_, '_, '_> {
     /// promoted locations.
     fn push_let(&mut self, name: &str, value: &strata_scheduler::Expr, v: CVal) {
         let expanded = promote::expand(value, &self.lets);
-        self.lets.push((name.to_string(), expanded));
+        self.lets.push(promote::let_entry(name, expanded));
         self.env.push_var(name, v, value.ty());
     }
 

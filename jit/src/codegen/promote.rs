@@ -186,6 +186,30 @@ fn contains_parallel_or_allocation(s: &Stmt) -> bool {
     found
 }
 
+/// The most nodes a let's value keeps once the lets it reads are substituted. Lets written in
+/// terms of one another, as the regions of a pyramid's levels are (each level's bounds read the
+/// level above's twice), double per level when substituted: a 10-level interpolation's took
+/// more than 7 GB to compile (issue 20). Past this size a let stands for itself, a symbol like
+/// any variable; see `Scan::bind` for what keeps that sound.
+const MAX_EXPANDED_NODES: usize = 256;
+
+/// The entry for `name` in a list of expanded lets: `expanded`, its value with the lets it
+/// reads substituted, or the variable itself when that is larger than `MAX_EXPANDED_NODES`.
+pub fn let_entry(name: &str, expanded: Expr) -> (String, Expr) {
+    let value = if is_large(&expanded) {
+        Expr::Var(name.to_string(), expanded.ty())
+    } else {
+        expanded
+    };
+    (name.to_string(), value)
+}
+
+fn is_large(e: &Expr) -> bool {
+    let mut nodes = 0;
+    e.for_each(&mut |_| nodes += 1);
+    nodes > MAX_EXPANDED_NODES
+}
+
 /// `e` with the lets of `lets` (innermost last, each already expanded) substituted.
 pub fn expand(e: &Expr, lets: &[(String, Expr)]) -> Expr {
     Scan {
@@ -216,16 +240,46 @@ impl Scan {
             },
             Expr::Let { name, value, body } => {
                 let value = self.expand(value);
+                let entry = let_entry(name, value.clone());
+                let kept = entry.1 != value;
                 let inner = Scan {
-                    lets: [self.lets.clone(), vec![(name.clone(), value)]].concat(),
+                    lets: [self.lets.clone(), vec![entry]].concat(),
                     inner_loops: Vec::new(),
                     accesses: Vec::new(),
                     conditional: 0,
                 };
-                inner.expand(body)
+                let body = inner.expand(body);
+                // A let kept as its name stays a let, so what its value reads still shows.
+                match kept {
+                    true => Expr::Let {
+                        name: name.clone(),
+                        value: Box::new(value),
+                        body: Box::new(body),
+                    },
+                    false => body,
+                }
             }
             other => other.map_children(&mut |c| self.expand(c)),
         }
+    }
+
+    /// `walk` with the let `name = value` in scope. A let kept as its name (`let_entry`) whose
+    /// value reads a loop variable bound inside the scanned loop counts as such a variable
+    /// itself, so an index reading it is not taken as invariant in the loop.
+    fn bind(&mut self, name: &str, value: &Expr, walk: &mut dyn FnMut(&mut Scan)) {
+        let expanded = self.expand(value);
+        let varies = self.inner_loops.iter().any(|v| expanded.uses_var(v));
+        let entry = let_entry(name, expanded);
+        let varying_name = varies && entry.1 == Expr::Var(name.to_string(), value.ty());
+        self.lets.push(entry);
+        if varying_name {
+            self.inner_loops.push(name.to_string());
+        }
+        walk(self);
+        if varying_name {
+            self.inner_loops.pop();
+        }
+        self.lets.pop();
     }
 
     fn note(&mut self, buffer: &str, index: &Expr, ty: IrType, store: bool) {
@@ -258,10 +312,7 @@ impl Scan {
             }
             Expr::Let { name, value, body } => {
                 self.expr(value);
-                let value = self.expand(value);
-                self.lets.push((name.clone(), value));
-                self.expr(body);
-                self.lets.pop();
+                self.bind(name, value, &mut |scan| scan.expr(body));
             }
             other => other.children().into_iter().for_each(|c| self.expr(c)),
         }
@@ -278,10 +329,7 @@ impl Scan {
                 value,
             } => self.note(buffer, index, value.ty(), true),
             Stmt::Let { name, value, body } => {
-                let value = self.expand(value);
-                self.lets.push((name.clone(), value));
-                self.stmt(body);
-                self.lets.pop();
+                self.bind(name, value, &mut |scan| scan.stmt(body));
             }
             Stmt::For { var, body, .. } => {
                 self.inner_loops.push(var.clone());

@@ -14,7 +14,7 @@ impl<'ctx> FnGen<'_, 'ctx> {
     /// locations), then the variable bound for code generation.
     pub fn push_let(&mut self, name: &str, value: &Expr, v: BasicValueEnum<'ctx>) {
         let expanded = promote::expand(value, &self.lets);
-        self.lets.push((name.to_string(), expanded));
+        self.lets.push(promote::let_entry(name, expanded));
         self.env.vars.push((name.to_string(), v, value.ty()));
     }
 

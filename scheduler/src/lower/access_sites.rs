@@ -45,7 +45,7 @@ pub struct Site {
 /// of `func` may be hoisted out of loops (see the module doc).
 pub fn access_sites(s: &Stmt, func: &str, sizes: &[String], hoistable: bool) -> Vec<Site> {
     let mut merged: Vec<Site> = Vec::new();
-    for mut site in sites(s, func, hoistable) {
+    for mut site in sites(s, func, hoistable, true) {
         // The call decides these before anything runs: only sizes are known then (a scalar
         // parameter's value is not part of the shape).
         site.runs_if.retain(|e| {
@@ -54,11 +54,7 @@ pub fn access_sites(s: &Stmt, func: &str, sizes: &[String], hoistable: bool) -> 
             !reads_param && free_vars(e).iter().all(|v| sizes.contains(v))
         });
         site.runs_if.dedup();
-        site.region = site
-            .region
-            .iter()
-            .map(|i| over_scope(i, &Scope::default()))
-            .collect();
+        site.region = site.region.iter().map(settled).collect();
         match merged.iter_mut().find(|m| m.runs_if == site.runs_if) {
             Some(m) => {
                 m.region =
@@ -70,7 +66,13 @@ pub fn access_sites(s: &Stmt, func: &str, sizes: &[String], hoistable: bool) -> 
     merged
 }
 
-fn sites(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
+/// The sites of `s`. With `outside_loops`, `s` is under no loop: a let there stays a let around
+/// each bound that reads it instead of being substituted, so the region lets of functions
+/// computed at root, each written in terms of its consumers' (`d1.x.min = d2.x.min * 2 - 1`),
+/// are not expanded into one expression per level of a pyramid, which grew by a factor per
+/// level (issue 20: the call checks of a 4-level interpolation with vectorized levels took
+/// minutes).
+fn sites(s: &Stmt, func: &str, hoistable: bool, outside_loops: bool) -> Vec<Site> {
     let mut out: Vec<Site> = s
         .exprs()
         .into_iter()
@@ -91,7 +93,7 @@ fn sites(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
         } => {
             let mut scope = Scope::default();
             scope.push(var, loop_interval(min, extent, &Scope::default()));
-            for site in sites(body, func, hoistable) {
+            for site in sites(body, func, hoistable, false) {
                 let runs_if = site.runs_if.iter();
                 let mut runs_if: Vec<Expr> =
                     runs_if.filter_map(|e| over_loop(e, var, &scope)).collect();
@@ -107,8 +109,12 @@ fn sites(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
             }
         }
         Stmt::Let { name, value, body } => {
-            let sub = |e: &Expr| substitute(e, name, value);
-            out.extend(sites(body, func, hoistable).into_iter().map(|site| Site {
+            let sub = |e: &Expr| match outside_loops {
+                true => named(name, value, e),
+                false => substitute(e, name, value),
+            };
+            let inner = sites(body, func, hoistable, outside_loops);
+            out.extend(inner.into_iter().map(|site| Site {
                 region: map_box(Some(site.region), &sub).unwrap_or_default(),
                 runs_if: site.runs_if.iter().map(sub).collect(),
                 pinned: site.pinned,
@@ -120,7 +126,7 @@ fn sites(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
             else_case,
         } => {
             out.extend(
-                sites(then_case, func, hoistable)
+                sites(then_case, func, hoistable, outside_loops)
                     .into_iter()
                     .map(|site| Site {
                         region: guarded(&site.region, cond),
@@ -131,7 +137,10 @@ fn sites(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
             // An `else` runs where the condition fails (a specialization's general case runs
             // where its conditions fail: its sites are not checked where they hold).
             let not = Expr::Unary(crate::ir::UnOp::Not, Box::new(cond.clone()));
-            for site in else_case.iter().flat_map(|e| sites(e, func, hoistable)) {
+            let else_sites = else_case
+                .iter()
+                .flat_map(|e| sites(e, func, hoistable, outside_loops));
+            for site in else_sites {
                 out.push(Site {
                     runs_if: [site.runs_if.clone(), vec![not.clone()]].concat(),
                     ..site
@@ -145,7 +154,7 @@ fn sites(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
         }),
         other => {
             for child in other.children() {
-                out.extend(sites(child, func, hoistable));
+                out.extend(sites(child, func, hoistable, outside_loops));
             }
         }
     }
@@ -158,7 +167,7 @@ fn sites(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
 /// tested where `s` starts.
 pub fn run_condition(s: &Stmt, func: &str) -> Option<Expr> {
     let mut disjuncts: Vec<Vec<Expr>> = Vec::new();
-    for site in sites(s, func, false) {
+    for site in sites(s, func, false, false) {
         let mut terms: Vec<Expr> = Vec::new();
         for e in site.runs_if.iter().map(crate::simplify::simplify_expr) {
             if e == Expr::Const(strata_dsl::Value::Bool(true)) || terms.contains(&e) {
@@ -228,13 +237,53 @@ fn region_uses(region: &[Interval], var: &str) -> bool {
     region.iter().any(|i| uses(&i.min) || uses(&i.max))
 }
 
-/// The names of the variables `e` reads.
+/// The names of the variables `e` reads (not those its own lets bind).
 fn free_vars(e: &Expr) -> Vec<String> {
-    let mut vars = Vec::new();
-    e.for_each(&mut |x| {
-        if let Expr::Var(name, _) = x {
-            vars.push(name.clone());
+    match e {
+        Expr::Var(name, _) => vec![name.clone()],
+        Expr::Let { name, value, body } => {
+            let mut vars = free_vars(value);
+            vars.extend(free_vars(body).into_iter().filter(|v| v != name));
+            vars
         }
-    });
-    vars
+        other => other.children().into_iter().flat_map(free_vars).collect(),
+    }
+}
+
+/// `let name = value in e`, or `e` if it does not read `name`.
+fn named(name: &str, value: &Expr, e: &Expr) -> Expr {
+    if !e.uses_var(name) {
+        return e.clone();
+    }
+    Expr::Let {
+        name: name.to_string(),
+        value: Box::new(value.clone()),
+        body: Box::new(e.clone()),
+    }
+}
+
+/// `over_scope` of an interval with nothing in scope (simplified, data-dependent values
+/// replaced by their type's range), under the lets around its ends (`sites`' `outside_loops`):
+/// an end is settled inside them, where their names are plain symbols, so they are not
+/// substituted.
+fn settled(i: &Interval) -> Interval {
+    Interval {
+        min: i.min.as_ref().and_then(|e| settled_end(e, true)),
+        max: i.max.as_ref().and_then(|e| settled_end(e, false)),
+    }
+}
+
+fn settled_end(e: &Expr, is_min: bool) -> Option<Expr> {
+    if let Expr::Let { name, value, body } = e {
+        let body = settled_end(body, is_min)?;
+        return Some(named(name, value, &body));
+    }
+    let end = Some(e.clone());
+    let (min, max) = if is_min { (end, None) } else { (None, end) };
+    let settled = over_scope(&Interval { min, max }, &Scope::default());
+    if is_min {
+        settled.min
+    } else {
+        settled.max
+    }
 }
