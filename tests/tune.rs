@@ -236,11 +236,14 @@ fn check_fault(
     );
     let default = ms.iter().find(|m| m.is_default).expect("the default");
     assert!(default.status.is_ok(), "{:?}", default.status);
-    // The best few were re-measured in a fresh worker, and ran.
+    // The best few were re-measured in a fresh worker, and ran. A busy machine can inflate a
+    // search time (one run past the cutoff was once 45x the kernel's): its confirmations then
+    // disagree with it and are flagged unstable, as designed, which is not a failure to run.
     let remeasured: Vec<&Measurement> = ms.iter().filter(|m| m.remeasured).collect();
     assert!(!remeasured.is_empty(), "nothing was re-measured");
     for m in &remeasured {
-        assert!(m.status.is_ok(), "re-measurement failed: {:?}", m.status);
+        let ran = m.status.is_ok() || matches!(m.status, strata::tuning_db::Status::Unstable(_));
+        assert!(ran, "re-measurement failed: {:?}", m.status);
     }
 
     let entries = report(db.path());

@@ -44,7 +44,10 @@ fn without_header(source: &str) -> String {
 
 #[test]
 fn the_interpolate_example_is_the_generated_app() {
-    assert_eq!(without_header(&example_source("interpolate")), interpolate(10));
+    assert_eq!(
+        without_header(&example_source("interpolate")),
+        interpolate(10)
+    );
 }
 
 /// Random inputs with every float input element moved from [-1, 1) into [0.25, 1).

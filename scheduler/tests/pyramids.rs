@@ -130,7 +130,9 @@ fn input_check_size(p: &Pipeline, s: &Schedule) -> usize {
     let took = start.elapsed();
     assert!(took < Duration::from_secs(60), "lowering took {took:?}");
     let ranges = kernel.input_regions.iter().flat_map(|(_, r)| r);
-    ranges.map(|r| r.min.to_string().len() + r.extent.to_string().len()).sum()
+    ranges
+        .map(|r| r.min.to_string().len() + r.extent.to_string().len())
+        .sum()
 }
 
 /// Issue 20: with the levels of a pyramid vectorized, the box of the input the call checks
