@@ -213,49 +213,10 @@ impl Solver<'_> {
         }
     }
 
-    /// A range of the variable over which `e <= bound` (`bound` invariant).
+    /// A range of the variable over which `e <= bound` (`bound` invariant): where
+    /// `-e >= -bound`.
     fn at_most(&self, e: &Expr, bound: Expr) -> Option<Steady> {
-        if !self.moves(e) {
-            return Some(self.when(Expr::le(e.clone(), bound)));
-        }
-        if let Some((a, rest)) = affine(e, self.var) {
-            // a * v + rest <= bound
-            let slack = Expr::sub(bound, rest);
-            return Some(if a > 0 {
-                self.up_to(floor_div(slack, a))
-            } else {
-                self.from(ceil_div(Expr::sub(Expr::int(0), slack), -a))
-            });
-        }
-        match e {
-            Expr::Binary(BinOp::Add, x, y) if !self.moves(y) => {
-                self.at_most(x, Expr::sub(bound, (**y).clone()))
-            }
-            Expr::Binary(BinOp::Add, x, y) if !self.moves(x) => {
-                self.at_most(y, Expr::sub(bound, (**x).clone()))
-            }
-            Expr::Binary(BinOp::Sub, x, y) if !self.moves(y) => {
-                self.at_most(x, Expr::add(bound, (**y).clone()))
-            }
-            Expr::Binary(BinOp::Sub, x, y) if !self.moves(x) => {
-                self.at_least(y, Expr::sub((**x).clone(), bound))
-            }
-            Expr::Intrinsic(Intrinsic::Max, args) if args.len() == 2 => {
-                let (x, y) = (&args[0], &args[1]);
-                Some(self.both(self.at_most(x, bound.clone())?, self.at_most(y, bound)?))
-            }
-            Expr::Intrinsic(Intrinsic::Min, args) if args.len() == 2 => self.either(
-                &args[0],
-                &args[1],
-                &|e| self.at_most(e, bound.clone()),
-                &|e| Expr::le(e.clone(), bound.clone()),
-            ),
-            Expr::Intrinsic(Intrinsic::Clamp, args) if args.len() == 3 => {
-                let lower = Expr::max(args[0].clone(), args[1].clone());
-                self.at_most(&Expr::min(lower, args[2].clone()), bound)
-            }
-            _ => None,
-        }
+        self.at_least(&negated(e), negated(&bound))
     }
 
     /// A range over which a condition holds that holds when it holds of `x` or of `y` (`max(x,
@@ -287,6 +248,31 @@ impl Solver<'_> {
             lo: self.first.clone(),
             hi,
         }
+    }
+}
+
+/// `-e`, the negation pushed through sums, differences, `min`, `max` and `clamp` (`-min(x, y)`
+/// is `max(-x, -y)`), so `at_least` sees the same shapes in it as in `e`.
+fn negated(e: &Expr) -> Expr {
+    if let Some(c) = e.as_int() {
+        return Expr::int((c as i32).wrapping_neg());
+    }
+    let neg = |x: &Expr| negated(x);
+    match e {
+        Expr::Unary(crate::ir::UnOp::Neg, x) => (**x).clone(),
+        Expr::Binary(BinOp::Add, x, y) => Expr::sub(neg(x), (**y).clone()),
+        Expr::Binary(BinOp::Sub, x, y) => Expr::sub((**y).clone(), (**x).clone()),
+        Expr::Intrinsic(Intrinsic::Min, args) if args.len() == 2 => {
+            Expr::max(neg(&args[0]), neg(&args[1]))
+        }
+        Expr::Intrinsic(Intrinsic::Max, args) if args.len() == 2 => {
+            Expr::min(neg(&args[0]), neg(&args[1]))
+        }
+        // -min(max(x, lo), hi) = max(min(-x, -lo), -hi)
+        Expr::Intrinsic(Intrinsic::Clamp, args) if args.len() == 3 => {
+            Expr::max(Expr::min(neg(&args[0]), neg(&args[1])), neg(&args[2]))
+        }
+        _ => Expr::Unary(crate::ir::UnOp::Neg, Box::new(e.clone())),
     }
 }
 
