@@ -169,10 +169,16 @@ fn add_scaled(e: &Expr, scale: i64, lets: &[(String, Expr)], out: &mut Linear) -
         return Some(());
     }
     match e {
-        // A let is substituted unless its value reads memory: a load evaluated again here
-        // could see a store made since the let.
+        // A let is substituted unless its value reads memory (a load evaluated again here
+        // could see a store made since the let) or it stands for itself (`promote::let_entry`
+        // keeps a let with a large expansion as its own name; substituting that would recur
+        // forever).
         Expr::Var(name, _) => match lets.iter().rev().find(|(n, _)| n == name) {
-            Some((_, value)) if !value.reads_memory() => add_scaled(value, scale, lets, out),
+            Some((_, value))
+                if !value.reads_memory() && !matches!(value, Expr::Var(n, _) if n == name) =>
+            {
+                add_scaled(value, scale, lets, out)
+            }
             _ => out.add_term(vec![e.clone()], scale),
         },
         Expr::Binary(BinOp::Add, a, b) => {
@@ -242,5 +248,24 @@ impl Linear {
         }
         self.constant = self.constant.checked_mul(by)?;
         Some(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A let kept as its own name (`promote::let_entry`) is a term of its own, not substituted
+    /// forever (a random pipeline at huge fixed sizes hung code generation).
+    #[test]
+    fn a_let_standing_for_itself_is_a_term() {
+        let t = Expr::var("t");
+        let lets = vec![("t".to_string(), t.clone())];
+        let index = Expr::add(Expr::mul(t.clone(), Expr::int(4)), Expr::int(3));
+        let linear = linearize(&index, &lets).unwrap();
+        assert_eq!(linear.constant, 3);
+        assert_eq!(linear.terms.len(), 1);
+        assert_eq!(linear.terms[0].factors, vec![t]);
+        assert_eq!(linear.terms[0].coefficient, 4);
     }
 }
