@@ -24,6 +24,7 @@ use super::bounds::{
 };
 use super::bounds::{Interval, Scope};
 use crate::ir::{Expr, Stmt};
+use crate::simplify::free_vars;
 use strata_dsl::BinOp;
 
 /// One access site's box, and the conditions under which it runs: `0 < extent` of the loops
@@ -230,24 +231,8 @@ fn or(a: Expr, b: Expr) -> Expr {
 
 /// Whether a bound of `region` reads the variable `var`.
 fn region_uses(region: &[Interval], var: &str) -> bool {
-    let uses = |e: &Option<Expr>| {
-        e.as_ref()
-            .is_some_and(|e| free_vars(e).iter().any(|v| v == var))
-    };
+    let uses = |e: &Option<Expr>| e.as_ref().is_some_and(|e| e.uses_var(var));
     region.iter().any(|i| uses(&i.min) || uses(&i.max))
-}
-
-/// The names of the variables `e` reads (not those its own lets bind).
-fn free_vars(e: &Expr) -> Vec<String> {
-    match e {
-        Expr::Var(name, _) => vec![name.clone()],
-        Expr::Let { name, value, body } => {
-            let mut vars = free_vars(value);
-            vars.extend(free_vars(body).into_iter().filter(|v| v != name));
-            vars
-        }
-        other => other.children().into_iter().flat_map(free_vars).collect(),
-    }
 }
 
 /// `let name = value in e`, or `e` if it does not read `name`.

@@ -208,7 +208,7 @@ fn in_extent(index: LExpr, extent: &LExpr) -> LExpr {
 
 /// `.. 1 0 | 0 1 .. n-1 | n-1 n-2 ..`: `m = i mod 2n; m < n ? m : 2n - 1 - m`.
 fn mirror(i: &LExpr, n: &LExpr) -> LExpr {
-    let period = LExpr::mul(LExpr::int(2), n.clone());
+    let period = mirror_period(n);
     let m = LExpr::binary(BinOp::Mod, i.clone(), period.clone());
     let reflected = LExpr::sub(LExpr::sub(period, LExpr::int(1)), m.clone());
     LExpr::Select(
@@ -218,12 +218,19 @@ fn mirror(i: &LExpr, n: &LExpr) -> LExpr {
     )
 }
 
+/// The period of `mirror` over an extent `n`: `2 * n`.
+pub fn mirror_period(n: &LExpr) -> LExpr {
+    LExpr::mul(LExpr::int(2), n.clone())
+}
+
+/// The period of `mirror_interior` over an extent `n`: `max(2 * n - 2, 1)`.
+pub fn mirror_interior_period(n: &LExpr) -> LExpr {
+    LExpr::max(LExpr::sub(mirror_period(n), LExpr::int(2)), LExpr::int(1))
+}
+
 /// `.. 2 1 | 0 1 .. n-1 | n-2 ..`: `p = max(2n - 2, 1); m = i mod p; m < n ? m : p - m`.
 fn mirror_interior(i: &LExpr, n: &LExpr) -> LExpr {
-    let period = LExpr::max(
-        LExpr::sub(LExpr::mul(LExpr::int(2), n.clone()), LExpr::int(2)),
-        LExpr::int(1),
-    );
+    let period = mirror_interior_period(n);
     let m = LExpr::binary(BinOp::Mod, i.clone(), period.clone());
     let reflected = LExpr::sub(period, m.clone());
     LExpr::Select(

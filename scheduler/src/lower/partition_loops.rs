@@ -36,6 +36,7 @@
 //! ```
 
 use super::bounds::{self, Interval, Scope};
+use super::loop_nest::{mirror_interior_period, mirror_period};
 use crate::ir::{Expr, ForKind, Stmt, Type};
 use strata_dsl::{BinOp, Intrinsic, Value};
 
@@ -574,9 +575,7 @@ fn reflected(e: &Expr) -> Option<(&Expr, &Expr)> {
     let Expr::Binary(BinOp::Mod, index, period) = m.as_ref() else {
         return None;
     };
-    let twice = Expr::mul(Expr::int(2), (**n).clone());
-    let interior = Expr::max(Expr::sub(twice.clone(), Expr::int(2)), Expr::int(1));
-    let known_period = **period == twice || **period == interior;
+    let known_period = **period == mirror_period(n) || **period == mirror_interior_period(n);
     (then == m && known_period && index.ty() == Type::I32).then_some((index, n))
 }
 

@@ -74,8 +74,8 @@ pub fn stmt_uses_var(s: &Stmt, name: &str) -> bool {
     }
 }
 
-/// The free variables of `e`.
-fn free_vars(e: &Expr) -> HashSet<String> {
+/// The free variables of `e` (not those its own lets bind).
+pub(crate) fn free_vars(e: &Expr) -> HashSet<String> {
     let mut all = HashSet::new();
     names_in_expr(e, &mut all);
     all.into_iter().filter(|n| e.uses_var(n)).collect()
