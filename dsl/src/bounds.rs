@@ -112,6 +112,7 @@ fn raw_bounds(e: &Expr, var: &dyn Fn(&Expr) -> Option<Interval>) -> Interval {
         Expr::Var(_) | Expr::RVar(_) | Expr::Size(_) => {
             var(e).unwrap_or(Interval::of_type(Dtype::I32))
         }
+        Expr::Param(_, t) => var(e).unwrap_or(Interval::of_type(*t)),
         Expr::Neg(a) => {
             let a = of(a);
             if a.is_empty() {

@@ -471,6 +471,9 @@ impl<'a> Evaluator<'a> {
                 env.iter().rev().find(|(n, _)| n == name).map(|(_, i)| *i)
             }
             Expr::Size(name) => self.sizes.get(name).map(|&v| Interval::point(v)),
+            Expr::Param(name, _) => (self.args.scalars.get(name))
+                .and_then(|v| v.as_i64())
+                .map(Interval::point),
             _ => None,
         }
     }

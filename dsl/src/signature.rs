@@ -275,8 +275,11 @@ impl<E: SizeExpr> Signature<E> {
             eval(bound, &sizes, "the reduction domain bound")?;
         }
         let output_shape = self.output_shape(&sizes)?;
-        self.check_regions(buffers, &sizes)?;
-        self.check_output_region(&sizes, &output_shape)?;
+        // The regions the code touches may be written in terms of integer scalar parameters
+        // (a LUT index clamped with one), which are fixed for the call as sizes are.
+        let fixed = with_int_params(&sizes, scalars);
+        self.check_regions(buffers, &fixed)?;
+        self.check_output_region(&fixed, &output_shape)?;
         Ok(Binding {
             sizes,
             output_shape,
@@ -473,6 +476,18 @@ pub fn check_inside_output(
         });
     }
     Ok(())
+}
+
+/// `sizes` and the integer scalar parameters' values, by name (the language keeps the two
+/// apart: a parameter may not be named as a size).
+fn with_int_params(sizes: &Sizes, scalars: &BTreeMap<String, Value>) -> Sizes {
+    let mut fixed = sizes.clone();
+    for (name, value) in scalars {
+        if let Some(v) = value.as_i64() {
+            fixed.entry(name.clone()).or_insert(v);
+        }
+    }
+    fixed
 }
 
 fn eval<E: SizeExpr>(e: &E, sizes: &Sizes, what: &str) -> Result<i64, CallError> {
@@ -683,7 +698,7 @@ impl SizeExpr for crate::ir::Expr {
                 .as_i64()
                 .filter(|_| !v.dtype().is_float())
                 .ok_or_else(|| SizeExprError::Unsupported(self.to_string())),
-            Expr::Size(name) => sizes
+            Expr::Size(name) | Expr::Param(name, _) => sizes
                 .get(name)
                 .copied()
                 .ok_or_else(|| SizeExprError::Unbound(name.clone())),

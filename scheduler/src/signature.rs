@@ -17,7 +17,7 @@ impl SizeExpr for Expr {
             Expr::Const(v) if !v.dtype().is_float() => v
                 .as_i64()
                 .ok_or_else(|| SizeExprError::Unsupported(self.to_string())),
-            Expr::Var(name, _) => sizes
+            Expr::Var(name, _) | Expr::Param(name, _) => sizes
                 .get(name)
                 .copied()
                 .ok_or_else(|| SizeExprError::Unbound(name.clone())),

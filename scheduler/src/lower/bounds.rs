@@ -144,6 +144,9 @@ pub fn bounds(e: &Expr, scope: &Scope) -> Interval {
             .get(name)
             .cloned()
             .unwrap_or_else(|| Interval::point(e.clone())),
+        // A scalar parameter is fixed for the call, as a size is: a region may be written in
+        // terms of it (Halide's local Laplacian clamps its LUT index with `(levels - 1) * 256`).
+        Expr::Param(..) => Interval::point(e.clone()),
         Expr::Unary(UnOp::Neg, a) => {
             let a = bounds(a, scope);
             Interval {
