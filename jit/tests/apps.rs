@@ -1,8 +1,9 @@
 //! The app-sized examples (issue 20): `examples/kernels/interpolate.strata`, Halide's
-//! `apps/interpolate` at 10 pyramid levels, is the generator's kernel at that depth, and under
-//! its hand schedule (`examples/schedules/interpolate.sched`) every backend, on one and two
-//! threads, gives the reference evaluator's answer at small odd sizes (smaller than the
-//! pyramid: the deepest levels are a pixel wide, read through the boundary).
+//! `apps/interpolate` at 10 pyramid levels, and `local_laplacian.strata`, Halide's
+//! `apps/local_laplacian` at 8, are the generator's kernels at those depths, and under their
+//! hand schedules (`examples/schedules/`) every backend, on one and two threads, gives the
+//! reference evaluator's answer at small odd sizes (smaller than the pyramid: the deepest
+//! levels are a pixel wide, read through the boundary).
 //!
 //! The inputs are drawn from [0.25, 1), like the alpha of an image: the kernel divides by the
 //! interpolated alpha, and with the default random inputs in [-1, 1) that can be near zero,
@@ -15,7 +16,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use strata_dsl::random::{agree, random_args};
 use strata_dsl::{evaluate, parse_kernel, Pipeline, Sizes, Value};
-use strata_scheduler::generate_apps::interpolate;
+use strata_scheduler::generate_apps::{interpolate, local_laplacian};
 use strata_scheduler::interp::interpret;
 use strata_scheduler::schedule::text::parse_schedule;
 
@@ -47,6 +48,14 @@ fn the_interpolate_example_is_the_generated_app() {
     assert_eq!(
         without_header(&example_source("interpolate")),
         interpolate(10)
+    );
+}
+
+#[test]
+fn the_local_laplacian_example_is_the_generated_app() {
+    assert_eq!(
+        without_header(&example_source("local_laplacian")),
+        local_laplacian(8)
     );
 }
 
@@ -85,6 +94,41 @@ fn interpolate_under_its_hand_schedule_gives_the_reference_answer() {
                 let got = kernel.run(&args, threads).unwrap();
                 agree(&got, &expected, 1e-4)
                     .unwrap_or_else(|e| panic!("{backend} {h}x{w}, {threads} threads: {e}"));
+            }
+        }
+    }
+}
+
+/// Halide's local Laplacian under its CPU schedule, at Halide's parameters (8 intensity
+/// levels, `alpha = beta = 1`) and at others (the LUT's range and the levels a pixel reads
+/// follow `intensity_levels`, a run-time parameter).
+#[test]
+fn local_laplacian_under_its_hand_schedule_gives_the_reference_answer() {
+    let source = example_source("local_laplacian");
+    let p = parse_kernel(&source, "local_laplacian.strata").unwrap();
+    let schedule = hand_schedule("local_laplacian");
+    let lowered = strata_scheduler::lower::lower(&p, &schedule).unwrap();
+    let kernels = common::compile_with_every_backend(&source, &schedule.to_string(), &lowered);
+    // Each case computes the whole pyramid (the coarsest level's stencils reach hundreds of pixels of
+    // the finest level, whatever the image's size), which the reference and the interpreter
+    // take tens of seconds for in a test build: two cases.
+    for ((h, w), (levels, alpha, beta)) in [((1, 1), (8, 1.0, 1.0)), ((9, 21), (3, 2.5, 0.5))] {
+        let context = format!("{h}x{w}, {levels} intensity levels, alpha {alpha}, beta {beta}");
+        let sizes = strata_dsl::sizes(&[("H", h), ("W", w)]);
+        let mut args = random_args(&p, &sizes, &mut StdRng::seed_from_u64(21)).unwrap();
+        args.scalars
+            .insert("intensity_levels".into(), Value::I32(levels));
+        args.scalars.insert("alpha".into(), Value::F32(alpha));
+        args.scalars.insert("beta".into(), Value::F32(beta));
+        let expected = evaluate(&p, &args).unwrap_or_else(|e| panic!("{context}: {e}"));
+        let interpreted = interpret(&lowered, &args).unwrap();
+        agree(&interpreted, &expected, 1e-4).unwrap_or_else(|e| panic!("interp {context}: {e}"));
+        for kernel in &kernels {
+            for threads in [1, 2] {
+                let backend = kernel.backend();
+                let got = kernel.run(&args, threads).unwrap();
+                agree(&got, &expected, 1e-4)
+                    .unwrap_or_else(|e| panic!("{backend} {context}, {threads} threads: {e}"));
             }
         }
     }

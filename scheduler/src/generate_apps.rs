@@ -50,21 +50,24 @@ pub fn interpolate(levels: usize) -> String {
     s
 }
 
-/// The local Laplacian filter with `levels` pyramid levels and 8 intensity levels: a remapping
-/// LUT, the Gaussian pyramid of the gray image, a processed Laplacian pyramid per intensity
-/// level read at data-dependent levels, collapsed, and the colour put back. At least one
-/// level.
+/// The local Laplacian filter with `levels` pyramid levels, as Halide's app writes it: a
+/// remapping LUT (`alpha` the detail gain), the Gaussian pyramid of the gray image, a Laplacian
+/// pyramid processed at each of `intensity_levels` intensities (a run-time parameter, as in
+/// Halide: the LUT index is clamped with `(intensity_levels - 1) * 256` and the levels a pixel
+/// reads with `intensity_levels - 2`) and read at data-dependent levels, collapsed, and the
+/// colour put back (`beta` the base gain). The output stays `f32` in `0..=1` (Halide's converts
+/// it back to `u16`). At least one level.
 pub fn local_laplacian(levels: usize) -> String {
     let levels = levels.max(1);
     let mut s = String::from(
-        "kernel local_laplacian(input: u16[H, W, 3] with clamp_edge) -> out: f32[H, W, 3] {\n",
+        "kernel local_laplacian(input: u16[H, W, 3] with clamp_edge, intensity_levels: i32, alpha: f32, beta: f32) -> out: f32[H, W, 3] {\n",
     );
-    s += "    remap(i) = 0.5 * (f32(i) / 256.0) * exp(0.0 - (f32(i) / 256.0) * (f32(i) / 256.0) / 2.0);\n";
+    s += "    remap(i) = alpha * (f32(i) / 256.0) * exp(0.0 - (f32(i) / 256.0) * (f32(i) / 256.0) / 2.0);\n";
     s += "    gray(y, x) = 0.299 * (f32(input(y, x, 0)) / 65535.0) + 0.587 * (f32(input(y, x, 1)) / 65535.0) + 0.114 * (f32(input(y, x, 2)) / 65535.0);\n";
-    s += "    g0(y, x, k) = gray(y, x) - f32(k) / 7.0 + f32(k) / 7.0 + remap(clamp(i32(gray(y, x) * 7.0 * 256.0), 0, 1792) - 256 * k);\n";
+    s += "    g0(y, x, k) = beta * (gray(y, x) - f32(k) * (1.0 / f32(intensity_levels - 1))) + f32(k) * (1.0 / f32(intensity_levels - 1)) + remap(clamp(i32(gray(y, x) * f32(intensity_levels - 1) * 256.0), 0, (intensity_levels - 1) * 256) - 256 * k);\n";
     let down = |s: &mut String, name: &str, src: &str, k: &str| {
-        *s += &format!("    {name}x(y, x{k}) = ({src}(y, 2 * x - 1{k}) + 3.0 * {src}(y, 2 * x{k}) + 3.0 * {src}(y, 2 * x + 1{k}) + {src}(y, 2 * x + 2{k})) / 8.0;\n");
-        *s += &format!("    {name}(y, x{k}) = ({name}x(2 * y - 1, x{k}) + 3.0 * {name}x(2 * y, x{k}) + 3.0 * {name}x(2 * y + 1, x{k}) + {name}x(2 * y + 2, x{k})) / 8.0;\n");
+        *s += &format!("    {name}x(y, x{k}) = ({src}(y, 2 * x - 1{k}) + 3.0 * ({src}(y, 2 * x{k}) + {src}(y, 2 * x + 1{k})) + {src}(y, 2 * x + 2{k})) / 8.0;\n");
+        *s += &format!("    {name}(y, x{k}) = ({name}x(2 * y - 1, x{k}) + 3.0 * ({name}x(2 * y, x{k}) + {name}x(2 * y + 1, x{k})) + {name}x(2 * y + 2, x{k})) / 8.0;\n");
     };
     let up = |s: &mut String, name: &str, src: &str, k: &str| {
         *s += &format!("    {name}x(y, x{k}) = 0.25 * {src}(y, x / 2 - 1 + 2 * (x % 2){k}) + 0.75 * {src}(y, x / 2{k});\n");
@@ -87,8 +90,8 @@ pub fn local_laplacian(levels: usize) -> String {
         } else {
             format!("l{j}")
         };
-        let level = format!("ig{j}(y, x) * 7.0");
-        let li = format!("clamp(i32({level}), 0, 6)");
+        let level = format!("ig{j}(y, x) * f32(intensity_levels - 1)");
+        let li = format!("clamp(i32({level}), 0, intensity_levels - 2)");
         let lf = format!("({level} - f32({li}))");
         s += &format!("    ol{j}(y, x) = (1.0 - {lf}) * {laplacian}(y, x, {li}) + {lf} * {laplacian}(y, x, {li} + 1);\n");
     }
@@ -97,6 +100,6 @@ pub fn local_laplacian(levels: usize) -> String {
         up(&mut s, &format!("uo{j}"), &format!("og{}", j + 1), "");
         s += &format!("    og{j}(y, x) = uo{j}(y, x) + ol{j}(y, x);\n");
     }
-    s += "    out(y, x, c) = og0(y, x) * (f32(input(y, x, c)) / 65535.0 + 0.01) / (gray(y, x) + 0.01);\n}\n";
+    s += "    out(y, x, c) = clamp(og0(y, x) * (f32(input(y, x, c)) / 65535.0 + 0.01) / (gray(y, x) + 0.01), 0.0, 1.0);\n}\n";
     s
 }
