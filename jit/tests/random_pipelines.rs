@@ -4,16 +4,17 @@
 //! each with a random legal schedule (`generate::random_schedule`) or the default one, on a random
 //! shape (output extents of 0 and 1 included, so update domains are often empty), run by the
 //! reference evaluator, the loop-IR interpreter and the JIT (every backend built in) with one to
-//! three threads.
+//! three threads. A second test does the same for deep pipelines drawn by
+//! `generate_pyramid::random_deep_pipeline` (pyramids and stencil chains up to 12 levels).
 //!
 //! The three must agree: integers exactly, floats within 1e-4 relative to the larger of 1 and the
 //! expected value (reassociated sums, fused multiply-adds, the vector `exp` polynomial). The only
 //! other accepted outcomes are a `round_up` schedule refusing an input smaller than it reads (as
 //! in `differential.rs`), and all three refusing the same arguments.
 //!
-//! `STRATA_CASES=n` sets the number of cases (default 800, from seed `STRATA_FIRST_SEED`, default
-//! 0); a failure prints the kernel text, the
-//! schedule, the sizes and the seed, and `STRATA_SEED=s` replays that one case.
+//! `STRATA_CASES=n` sets the number of cases (default 800, and 24 deep ones, from seed
+//! `STRATA_FIRST_SEED`, default 0); a failure prints the kernel text, the schedule, the sizes
+//! and the seed, and `STRATA_SEED=s` replays that one case.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -26,13 +27,18 @@ use strata_dsl::{evaluate, Args, Buffer, EvalError, Pipeline, Value};
 use strata_jit::{Backend, CallError, CodegenOptions, CompiledKernel};
 use strata_scheduler::generate::random_schedule;
 use strata_scheduler::generate_pipeline::{random_pipeline, GeneratedKernel, FEATURES};
+use strata_scheduler::generate_pyramid::random_deep_pipeline;
 use strata_scheduler::interp::{interpret, InterpError};
-use strata_scheduler::lower::lower;
+use strata_scheduler::lower::{lower, LowerError};
 use strata_scheduler::schedule::text::parse_schedule;
+use strata_scheduler::schedule::validate::ScheduleError;
+use strata_scheduler::schedule::Directive;
 use strata_scheduler::Schedule;
 
 const FLOAT_TOLERANCE: f64 = 1e-4;
 const DEFAULT_CASES: u64 = 800;
+/// Deep pipelines run tens of functions each: fewer cases.
+const DEEP_CASES: u64 = 24;
 
 /// Everything needed to replay one case by hand.
 struct Case {
@@ -90,6 +96,58 @@ fn draw(seed: u64) -> Result<Case, String> {
         sizes,
         threads,
     })
+}
+
+/// A deep pipeline's case: the default schedule now and then, else a random one with the
+/// kernel's `roots` computed at root (their other placement directives, and any fold that
+/// relied on them, dropped).
+fn draw_deep(seed: u64) -> Result<Case, String> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let deep = random_deep_pipeline(&mut rng);
+    let kernel = deep.kernel;
+    let pipeline = kernel
+        .pipeline()
+        .map_err(|e| format!("generator bug: the checker rejects\n{}\n{e}", kernel.text))?;
+    let mut schedule = Schedule::new();
+    if !rng.random_bool(0.15) {
+        schedule = random_schedule(&pipeline, &mut rng);
+        for name in &deep.roots {
+            compute_at_root(&mut schedule, name);
+        }
+        schedule = legalized(&pipeline, schedule)?;
+    }
+    let sizes = kernel.random_sizes(&mut rng);
+    let threads = rng.random_range(1..=3);
+    Ok(Case {
+        seed,
+        kernel,
+        pipeline,
+        schedule,
+        sizes,
+        threads,
+    })
+}
+
+/// `name` computed at root: its placement directives, and any fold relying on them, dropped.
+fn compute_at_root(schedule: &mut Schedule, name: &str) {
+    let directives = schedule.func(name).directives_mut();
+    directives.retain(|d| !d.is_placement() && !matches!(d, Directive::FoldStorage { .. }));
+    directives.insert(0, Directive::ComputeRoot);
+}
+
+/// `schedule` with every function whose placement it made illegal (a producer computed inside
+/// a loop of a consumer that another consumer, now at root, no longer sits inside) computed at
+/// root too, one at a time as lowering names them.
+fn legalized(pipeline: &Pipeline, mut schedule: Schedule) -> Result<Schedule, String> {
+    for _ in 0..pipeline.funcs.len() {
+        match lower(pipeline, &schedule) {
+            Err(LowerError::Schedule(ScheduleError::Directive { func, .. })) => {
+                compute_at_root(&mut schedule, &func)
+            }
+            _ => return Ok(schedule),
+        }
+    }
+    Err(format!("no legal schedule near\n{schedule}"))
 }
 
 fn options(backend: Backend) -> CodegenOptions {
@@ -237,11 +295,25 @@ impl Watchdog {
 
 #[test]
 fn random_pipelines_agree_with_the_reference() {
+    differential(draw, DEFAULT_CASES, "random_pipelines_agree");
+}
+
+/// Deep pipelines (`generate_pyramid`, issue 20): pyramids and stencil chains up to 12 levels,
+/// each under the default schedule or a random one with every second level at root (see
+/// `DeepKernel::roots`).
+#[test]
+fn random_deep_pipelines_agree_with_the_reference() {
+    differential(draw_deep, DEEP_CASES, "random_deep_pipelines");
+}
+
+/// Runs the seeds' cases drawn by `draw`; panics naming every failing seed (`test` names the
+/// test to replay them with).
+fn differential(draw: fn(u64) -> Result<Case, String>, default_cases: u64, test: &str) {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     let mut verified: BTreeMap<&str, usize> = BTreeMap::new();
     let mut failures = Vec::new();
     let watchdog = Watchdog::start();
-    for seed in seeds(DEFAULT_CASES) {
+    for seed in seeds(default_cases) {
         watchdog.now_running(seed);
         let result = draw(seed).and_then(|case| {
             if env_u64("STRATA_SEED").is_some() {
@@ -275,7 +347,7 @@ fn random_pipelines_agree_with_the_reference() {
     if let Some((seed, first)) = failures.first() {
         let seeds: Vec<u64> = failures.iter().map(|(s, _)| *s).collect();
         panic!(
-            "{} of the cases failed (seeds {seeds:?}); the first:\n{first}\nreplay with STRATA_SEED={seed} cargo test -p strata-jit --test random_pipelines",
+            "{} of the cases failed (seeds {seeds:?}); the first:\n{first}\nreplay with STRATA_SEED={seed} cargo test -p strata-jit --test random_pipelines {test}",
             failures.len()
         );
     }

@@ -40,6 +40,7 @@
 pub mod generate;
 pub mod generate_apps;
 pub mod generate_pipeline;
+pub mod generate_pyramid;
 pub mod interp;
 pub mod ir;
 pub mod ir_print;
