@@ -3,7 +3,9 @@
 //! `apps/local_laplacian` at 8, are the generator's kernels at those depths, and under their
 //! hand schedules (`examples/schedules/`) every backend, on one and two threads, gives the
 //! reference evaluator's answer at small odd sizes (smaller than the pyramid: the deepest
-//! levels are a pixel wide, read through the boundary).
+//! levels are a pixel wide, read through the boundary). So does `bilateral_grid.strata`,
+//! Halide's `apps/bilateral_grid` (a data-dependent scatter into a grid, blurred and sampled
+//! back), under its hand schedule and the default one.
 //!
 //! The inputs are drawn from [0.25, 1), like the alpha of an image: the kernel divides by the
 //! interpolated alpha, and with the default random inputs in [-1, 1) that can be near zero,
@@ -129,6 +131,40 @@ fn local_laplacian_under_its_hand_schedule_gives_the_reference_answer() {
                 let got = kernel.run(&args, threads).unwrap();
                 agree(&got, &expected, 1e-4)
                     .unwrap_or_else(|e| panic!("{backend} {context}, {threads} threads: {e}"));
+            }
+        }
+    }
+}
+
+/// Halide's bilateral grid under its CPU schedule and the default one, at sizes smaller than a
+/// grid cell, a few cells with partial ones at the edges, and Halide's range resolution
+/// (`range_bins` 10, r_sigma = 0.1) and a coarser one.
+#[test]
+fn bilateral_grid_under_its_hand_schedule_gives_the_reference_answer() {
+    let source = example_source("bilateral_grid");
+    let p = parse_kernel(&source, "bilateral_grid.strata").unwrap();
+    for schedule in [
+        hand_schedule("bilateral_grid"),
+        strata_scheduler::Schedule::new(),
+    ] {
+        let lowered = strata_scheduler::lower::lower(&p, &schedule).unwrap();
+        let kernels = common::compile_with_every_backend(&source, &schedule.to_string(), &lowered);
+        for ((h, w), bins) in [((1, 1), 10), ((37, 29), 10), ((19, 70), 3)] {
+            let context = format!("`{schedule}` at {h}x{w}, {bins} range bins");
+            let sizes = strata_dsl::sizes(&[("H", h), ("W", w)]);
+            let mut args = image_like_args(&p, &sizes);
+            args.scalars.insert("range_bins".into(), Value::I32(bins));
+            let expected = evaluate(&p, &args).unwrap_or_else(|e| panic!("{context}: {e}"));
+            let interpreted = interpret(&lowered, &args).unwrap();
+            agree(&interpreted, &expected, 1e-4)
+                .unwrap_or_else(|e| panic!("interp {context}: {e}"));
+            for kernel in &kernels {
+                for threads in [1, 2] {
+                    let backend = kernel.backend();
+                    let got = kernel.run(&args, threads).unwrap();
+                    agree(&got, &expected, 1e-4)
+                        .unwrap_or_else(|e| panic!("{backend} {context}, {threads} threads: {e}"));
+                }
             }
         }
     }
