@@ -16,11 +16,11 @@ mod common;
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use strata_dsl::random::{agree, random_args};
+use strata_dsl::random::random_args;
 use strata_dsl::{evaluate, parse_kernel, Pipeline, Sizes, Value};
 use strata_scheduler::generate_apps::{interpolate, local_laplacian};
-use strata_scheduler::interp::interpret;
 use strata_scheduler::schedule::text::parse_schedule;
+use strata_scheduler::Schedule;
 
 fn example_source(name: &str) -> String {
     let path = format!(
@@ -30,7 +30,7 @@ fn example_source(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-fn hand_schedule(name: &str) -> strata_scheduler::Schedule {
+fn hand_schedule(name: &str) -> Schedule {
     let path = format!(
         "{}/../examples/schedules/{name}.sched",
         env!("CARGO_MANIFEST_DIR")
@@ -77,63 +77,63 @@ fn image_like_args(p: &Pipeline, sizes: &Sizes) -> strata_dsl::Args {
     args
 }
 
+/// One case of an app's check: its shape (`H`, `W`) and the scalar parameters it is given.
+type AppCase = ((i64, i64), Vec<(&'static str, Value)>);
+
+/// `name` under `schedule`, lowered and compiled once: at each case, on image-like inputs, the
+/// interpreter and every backend (one and two threads) give the reference's answer.
+fn app_gives_the_reference_answer(name: &str, schedule: &Schedule, cases: &[AppCase]) {
+    let source = example_source(name);
+    let p = parse_kernel(&source, &format!("{name}.strata")).unwrap();
+    let lowered = strata_scheduler::lower::lower(&p, schedule).unwrap();
+    let kernels = common::compile_with_every_backend(&source, &schedule.to_string(), &lowered);
+    for ((h, w), scalars) in cases {
+        let context = format!("{name} `{schedule}` at {h}x{w}, {scalars:?}");
+        let sizes = strata_dsl::sizes(&[("H", *h), ("W", *w)]);
+        let mut args = image_like_args(&p, &sizes);
+        for (param, value) in scalars {
+            args.scalars.insert(param.to_string(), *value);
+        }
+        let expected = evaluate(&p, &args).unwrap_or_else(|e| panic!("{context}: {e}"));
+        common::all_agree(
+            &lowered,
+            &kernels,
+            &args,
+            &expected,
+            1e-4,
+            &[1, 2],
+            &context,
+        );
+    }
+}
+
 #[test]
 fn interpolate_under_its_hand_schedule_gives_the_reference_answer() {
-    let source = example_source("interpolate");
-    let p = parse_kernel(&source, "interpolate.strata").unwrap();
-    let schedule = hand_schedule("interpolate");
-    let lowered = strata_scheduler::lower::lower(&p, &schedule).unwrap();
-    let kernels = common::compile_with_every_backend(&source, &schedule.to_string(), &lowered);
-    for (h, w) in [(1, 1), (37, 19)] {
-        let sizes = strata_dsl::sizes(&[("H", h), ("W", w)]);
-        let args = image_like_args(&p, &sizes);
-        let expected = evaluate(&p, &args).unwrap();
-        let interpreted = interpret(&lowered, &args).unwrap();
-        agree(&interpreted, &expected, 1e-4).unwrap_or_else(|e| panic!("interp {h}x{w}: {e}"));
-        for kernel in &kernels {
-            for threads in [1, 2] {
-                let backend = kernel.backend();
-                let got = kernel.run(&args, threads).unwrap();
-                agree(&got, &expected, 1e-4)
-                    .unwrap_or_else(|e| panic!("{backend} {h}x{w}, {threads} threads: {e}"));
-            }
-        }
-    }
+    let cases = [((1, 1), vec![]), ((37, 19), vec![])];
+    app_gives_the_reference_answer("interpolate", &hand_schedule("interpolate"), &cases);
 }
 
 /// Halide's local Laplacian under its CPU schedule, at Halide's parameters (8 intensity
 /// levels, `alpha = beta = 1`) and at others (the LUT's range and the levels a pixel reads
-/// follow `intensity_levels`, a run-time parameter).
+/// follow `intensity_levels`, a run-time parameter). Each case computes the whole pyramid (the
+/// coarsest level's stencils reach hundreds of pixels of the finest level, whatever the
+/// image's size), which the reference and the interpreter take tens of seconds for in a test
+/// build: two cases.
 #[test]
 fn local_laplacian_under_its_hand_schedule_gives_the_reference_answer() {
-    let source = example_source("local_laplacian");
-    let p = parse_kernel(&source, "local_laplacian.strata").unwrap();
+    let params = |levels: i32, alpha: f32, beta: f32| {
+        vec![
+            ("intensity_levels", Value::I32(levels)),
+            ("alpha", Value::F32(alpha)),
+            ("beta", Value::F32(beta)),
+        ]
+    };
+    let cases = [
+        ((1, 1), params(8, 1.0, 1.0)),
+        ((9, 21), params(3, 2.5, 0.5)),
+    ];
     let schedule = hand_schedule("local_laplacian");
-    let lowered = strata_scheduler::lower::lower(&p, &schedule).unwrap();
-    let kernels = common::compile_with_every_backend(&source, &schedule.to_string(), &lowered);
-    // Each case computes the whole pyramid (the coarsest level's stencils reach hundreds of pixels of
-    // the finest level, whatever the image's size), which the reference and the interpreter
-    // take tens of seconds for in a test build: two cases.
-    for ((h, w), (levels, alpha, beta)) in [((1, 1), (8, 1.0, 1.0)), ((9, 21), (3, 2.5, 0.5))] {
-        let context = format!("{h}x{w}, {levels} intensity levels, alpha {alpha}, beta {beta}");
-        let sizes = strata_dsl::sizes(&[("H", h), ("W", w)]);
-        let mut args = random_args(&p, &sizes, &mut StdRng::seed_from_u64(21)).unwrap();
-        args.scalars
-            .insert("intensity_levels".into(), Value::I32(levels));
-        args.scalars.insert("alpha".into(), Value::F32(alpha));
-        args.scalars.insert("beta".into(), Value::F32(beta));
-        let expected = evaluate(&p, &args).unwrap_or_else(|e| panic!("{context}: {e}"));
-        let interpreted = interpret(&lowered, &args).unwrap();
-        agree(&interpreted, &expected, 1e-4).unwrap_or_else(|e| panic!("interp {context}: {e}"));
-        for kernel in &kernels {
-            for threads in [1, 2] {
-                let backend = kernel.backend();
-                let got = kernel.run(&args, threads).unwrap();
-                agree(&got, &expected, 1e-4)
-                    .unwrap_or_else(|e| panic!("{backend} {context}, {threads} threads: {e}"));
-            }
-        }
-    }
+    app_gives_the_reference_answer("local_laplacian", &schedule, &cases);
 }
 
 /// Halide's bilateral grid under its CPU schedule and the default one, at sizes smaller than a
@@ -141,31 +141,13 @@ fn local_laplacian_under_its_hand_schedule_gives_the_reference_answer() {
 /// (`range_bins` 10, r_sigma = 0.1) and a coarser one.
 #[test]
 fn bilateral_grid_under_its_hand_schedule_gives_the_reference_answer() {
-    let source = example_source("bilateral_grid");
-    let p = parse_kernel(&source, "bilateral_grid.strata").unwrap();
-    for schedule in [
-        hand_schedule("bilateral_grid"),
-        strata_scheduler::Schedule::new(),
-    ] {
-        let lowered = strata_scheduler::lower::lower(&p, &schedule).unwrap();
-        let kernels = common::compile_with_every_backend(&source, &schedule.to_string(), &lowered);
-        for ((h, w), bins) in [((1, 1), 10), ((37, 29), 10), ((19, 70), 3)] {
-            let context = format!("`{schedule}` at {h}x{w}, {bins} range bins");
-            let sizes = strata_dsl::sizes(&[("H", h), ("W", w)]);
-            let mut args = image_like_args(&p, &sizes);
-            args.scalars.insert("range_bins".into(), Value::I32(bins));
-            let expected = evaluate(&p, &args).unwrap_or_else(|e| panic!("{context}: {e}"));
-            let interpreted = interpret(&lowered, &args).unwrap();
-            agree(&interpreted, &expected, 1e-4)
-                .unwrap_or_else(|e| panic!("interp {context}: {e}"));
-            for kernel in &kernels {
-                for threads in [1, 2] {
-                    let backend = kernel.backend();
-                    let got = kernel.run(&args, threads).unwrap();
-                    agree(&got, &expected, 1e-4)
-                        .unwrap_or_else(|e| panic!("{backend} {context}, {threads} threads: {e}"));
-                }
-            }
-        }
+    let bins = |n: i32| vec![("range_bins", Value::I32(n))];
+    let cases = [
+        ((1, 1), bins(10)),
+        ((37, 29), bins(10)),
+        ((19, 70), bins(3)),
+    ];
+    for schedule in [hand_schedule("bilateral_grid"), Schedule::new()] {
+        app_gives_the_reference_answer("bilateral_grid", &schedule, &cases);
     }
 }

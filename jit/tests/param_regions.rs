@@ -10,7 +10,7 @@ mod common;
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use strata_dsl::random::{agree, random_args};
+use strata_dsl::random::random_args;
 use strata_dsl::{evaluate, parse_kernel, Args, CallError, Pipeline, Value};
 use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::interpret;
@@ -58,16 +58,7 @@ fn all_answer(p: &Pipeline, schedule: &Schedule) {
         let context = format!("schedule `{schedule}`, levels={levels}, top={top}");
         let args = args(p, levels, top);
         let expected = evaluate(p, &args).unwrap_or_else(|e| panic!("{context}: {e}"));
-        let interpreted = interpret(&lowered, &args).unwrap_or_else(|e| panic!("{context}: {e}"));
-        agree(&interpreted, &expected, 0.0).unwrap_or_else(|e| panic!("interp {context}: {e}"));
-        for kernel in &kernels {
-            for threads in [1, 3] {
-                let backend = kernel.backend();
-                let got = (kernel.run(&args, threads))
-                    .unwrap_or_else(|e| panic!("{backend} {context}: {e}"));
-                agree(&got, &expected, 0.0).unwrap_or_else(|e| panic!("{backend} {context}: {e}"));
-            }
-        }
+        common::all_agree(&lowered, &kernels, &args, &expected, 0.0, &[1, 3], &context);
     }
 }
 

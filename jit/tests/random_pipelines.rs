@@ -62,6 +62,28 @@ impl fmt::Display for Case {
     }
 }
 
+impl Case {
+    /// The case, with a random shape for `kernel` and a thread count drawn from `rng`.
+    fn with_shape(
+        seed: u64,
+        kernel: GeneratedKernel,
+        pipeline: Pipeline,
+        schedule: Schedule,
+        rng: &mut StdRng,
+    ) -> Case {
+        let sizes = kernel.random_sizes(rng);
+        let threads = rng.random_range(1..=3);
+        Case {
+            seed,
+            kernel,
+            pipeline,
+            schedule,
+            sizes,
+            threads,
+        }
+    }
+}
+
 /// How a case ended when it did not fail.
 #[derive(Debug, PartialEq)]
 enum Outcome {
@@ -86,16 +108,7 @@ fn draw(seed: u64) -> Result<Case, String> {
     } else {
         random_schedule(&pipeline, &mut rng)
     };
-    let sizes = kernel.random_sizes(&mut rng);
-    let threads = rng.random_range(1..=3);
-    Ok(Case {
-        seed,
-        kernel,
-        pipeline,
-        schedule,
-        sizes,
-        threads,
-    })
+    Ok(Case::with_shape(seed, kernel, pipeline, schedule, &mut rng))
 }
 
 /// A deep pipeline's case: the default schedule now and then, else a random one with the
@@ -116,16 +129,7 @@ fn draw_deep(seed: u64) -> Result<Case, String> {
         }
         schedule = legalized(&pipeline, schedule)?;
     }
-    let sizes = kernel.random_sizes(&mut rng);
-    let threads = rng.random_range(1..=3);
-    Ok(Case {
-        seed,
-        kernel,
-        pipeline,
-        schedule,
-        sizes,
-        threads,
-    })
+    Ok(Case::with_shape(seed, kernel, pipeline, schedule, &mut rng))
 }
 
 /// `name` computed at root: its placement directives, and any fold relying on them, dropped.

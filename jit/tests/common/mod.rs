@@ -61,3 +61,33 @@ pub fn compile(source: &str, schedule: &str) -> (Pipeline, CompiledKernel) {
     let compiled = compile_lowered(source, schedule, &lowered);
     (pipeline, compiled)
 }
+
+/// The loop-IR interpreter running `lowered` and each of `kernels` (its compiled forms) on
+/// each thread count give `expected` within `tolerance`; a failure names which, and `context`.
+#[allow(
+    dead_code,
+    reason = "not every test file that includes this module compiles this way"
+)]
+pub fn all_agree(
+    lowered: &LoweredKernel,
+    kernels: &[CompiledKernel],
+    args: &strata_dsl::Args,
+    expected: &strata_dsl::Buffer,
+    tolerance: f64,
+    threads: &[usize],
+    context: &str,
+) {
+    use strata_dsl::random::agree;
+    let interpreted = strata_scheduler::interp::interpret(lowered, args)
+        .unwrap_or_else(|e| panic!("interp {context}: {e}"));
+    agree(&interpreted, expected, tolerance).unwrap_or_else(|e| panic!("interp {context}: {e}"));
+    for kernel in kernels {
+        for &threads in threads {
+            let backend = kernel.backend();
+            let got = (kernel.run(args, threads))
+                .unwrap_or_else(|e| panic!("{backend} {context}, {threads} threads: {e}"));
+            agree(&got, expected, tolerance)
+                .unwrap_or_else(|e| panic!("{backend} {context}, {threads} threads: {e}"));
+        }
+    }
+}
