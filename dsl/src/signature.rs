@@ -479,15 +479,22 @@ pub fn check_inside_output(
 }
 
 /// `sizes` and the integer scalar parameters' values, by name (the language keeps the two
-/// apart: a parameter may not be named as a size).
-fn with_int_params(sizes: &Sizes, scalars: &BTreeMap<String, Value>) -> Sizes {
+/// apart: a parameter may not be named as a size). Borrowed when there are no parameters, so a
+/// call without them copies nothing.
+fn with_int_params<'a>(
+    sizes: &'a Sizes,
+    scalars: &BTreeMap<String, Value>,
+) -> std::borrow::Cow<'a, Sizes> {
+    if scalars.is_empty() {
+        return std::borrow::Cow::Borrowed(sizes);
+    }
     let mut fixed = sizes.clone();
     for (name, value) in scalars {
         if let Some(v) = value.as_i64() {
             fixed.entry(name.clone()).or_insert(v);
         }
     }
-    fixed
+    std::borrow::Cow::Owned(fixed)
 }
 
 fn eval<E: SizeExpr>(e: &E, sizes: &Sizes, what: &str) -> Result<i64, CallError> {
