@@ -190,7 +190,9 @@ pub enum TunedFrom {
 
 /// Compiles `pipeline` for `sizes` with Cranelift and the tuning database's winning schedule
 /// for this kernel, shape, machine (`threads` is part of the machine) and Cranelift, or with
-/// the default schedule and a warning on stderr when the database has none.
+/// the default schedule and a warning on stderr when the database has none. A kernel with
+/// scalar parameters takes the winner of the one set of values it was tuned with (its
+/// parameters are run-time values, unknown here); tuned with several sets, the default.
 pub fn compile_tuned(
     db: &tuning_db::Db,
     pipeline: &Pipeline,
@@ -215,9 +217,10 @@ pub fn compile_tuned_with(
         let why = strata_jit::CodegenError::NotBuilt(options.backend);
         return Err(CompileError::Codegen(why));
     }
-    let key = tuner::tune::tuning_key(pipeline, sizes, threads, options.backend);
+    let no_values = std::collections::BTreeMap::new();
+    let key = tuner::tune::tuning_key(pipeline, sizes, &no_values, threads, options.backend);
     // A stored winner whose schedule does not fit the kernel is skipped for the next.
-    let from = match tuner::tune::usable_winner(db, pipeline, &key) {
+    let from = match usable_winner_any_params(db, pipeline, key) {
         Ok(usable) => {
             for why in &usable.skipped {
                 eprintln!("warning: {why}");
@@ -247,6 +250,25 @@ pub fn compile_tuned_with(
         }
     };
     Ok((compile_with(pipeline, &schedule, sizes, options)?, from))
+}
+
+/// The usable winner for `key`, whose parameters are not known at compile time: a kernel
+/// with scalar parameters takes the winner tuned with the one set of values it was tuned with
+/// (any schedule gives every value the same answer; those values are what it was fast for).
+/// Tuned with several sets, it is a miss naming them: the caller cannot say which is meant.
+#[allow(clippy::result_large_err)] // the cold path of a once-per-kernel lookup
+fn usable_winner_any_params(
+    db: &tuning_db::Db,
+    pipeline: &Pipeline,
+    mut key: tuning_db::TuningKey,
+) -> Result<tuner::tune::UsableWinner, tuning_db::Miss> {
+    match tuner::tune::usable_winner(db, pipeline, &key) {
+        Err(tuning_db::Miss::Params { tuned_params, .. }) if tuned_params.len() == 1 => {
+            key.params = tuned_params[0].clone();
+            tuner::tune::usable_winner(db, pipeline, &key)
+        }
+        other => other,
+    }
 }
 
 /// Used by the code `kernel!` expands to; not part of the public API.

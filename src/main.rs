@@ -168,6 +168,10 @@ enum Command {
         /// Every size, e.g. `M=256,N=256,K=256`.
         #[arg(long)]
         shape: String,
+        /// A scalar parameter's value, `NAME=VALUE` (repeat for several); others are seeded
+        /// random. Every parameter's value is part of the database key.
+        #[arg(long, value_name = "NAME=VALUE")]
+        param: Vec<String>,
         /// Stop after this many trials (default 100 when no budget is given). A trial is one
         /// search candidate measured, failures included; the default schedule (trial 0) and
         /// the final re-measurements are not trials.
@@ -437,6 +441,7 @@ fn run_command_line() -> ExitCode {
             file,
             kernel,
             shape,
+            param,
             trials,
             time,
             strategy,
@@ -460,7 +465,7 @@ fn run_command_line() -> ExitCode {
                 json,
             };
             let db = db.unwrap_or_else(strata::tuner::tune::default_db_path);
-            tune_command(&file, kernel.as_deref(), &shape, &settings, &db)
+            tune_command(&file, kernel.as_deref(), &shape, &param, &settings, &db)
         }),
         Command::Report {
             kernel,
@@ -600,6 +605,7 @@ fn tune_command(
     file: &Path,
     kernel: Option<&str>,
     shape: &str,
+    params: &[String],
     settings: &tuning::TuneSettings,
     db: &Path,
 ) -> Result<(), String> {
@@ -609,7 +615,10 @@ fn tune_command(
         strata::parse_kernels(&source, &file.display().to_string()).map_err(|d| d.to_string())?;
     let chosen = pick_kernel(&kernels, kernel, file)?;
     let sizes = run::complete_shape(chosen, &parse_shape(shape)?)?;
-    tuning::tune(db, chosen, &source, &sizes, settings)
+    let params = (params.iter())
+        .map(|text| run::parse_param(chosen, text))
+        .collect::<Result<Vec<_>, _>>()?;
+    tuning::tune(db, chosen, &source, &sizes, &params, settings)
 }
 
 /// `run`'s and `compare`'s settings from their shared flags (profiling off).
@@ -652,14 +661,14 @@ fn run_command(
         None => Sizes::new(),
     };
     let (sizes, args, outputs) = run::prepare(chosen, &shape, data, settings.seed)?;
-    let schedule = resolve_schedule(schedule, db, chosen, &sizes, settings)?;
+    let schedule = resolve_schedule(schedule, db, chosen, &sizes, &args, settings)?;
     if let Ok(lowered) = strata::jit::lower_for(chosen, &schedule, &sizes) {
         warn_if_wasteful(&lowered);
     }
     let (mut m, output) = run::measure(chosen, &schedule, &sizes, &args, settings)?;
     if m.float_ops.is_none() {
         // Unchecked: the reference did not count the operations; an earlier run did.
-        m.float_ops = tuning::recorded_float_ops(db, chosen, &sizes);
+        m.float_ops = tuning::recorded_float_ops(db, chosen, &sizes, &args);
     }
     // Written even when the answer is wrong (the error below says so), for inspection.
     run::write_outputs(chosen, &output, &outputs)?;
@@ -699,18 +708,19 @@ fn run_command(
 }
 
 /// A schedule as `--schedule` gives it: `best` is the tuning database's winner for the
-/// kernel, sizes, threads and backend; `default`, text, `@FILE` or none as `read_schedule`.
+/// kernel, sizes, scalar parameters' values, threads and backend; `default`, text, `@FILE` or none as `read_schedule`.
 fn resolve_schedule(
     arg: Option<&str>,
     db: &Path,
     kernel: &Pipeline,
     sizes: &Sizes,
+    args: &strata::Args,
     settings: &run::RunSettings,
 ) -> Result<Schedule, String> {
     match arg {
         Some("best") => {
-            let text =
-                tuning::best_schedule(db, kernel, sizes, settings.threads, settings.backend)?;
+            let target = (settings.threads, settings.backend);
+            let text = tuning::best_schedule(db, kernel, sizes, &args.scalars, target)?;
             parse_schedule(&text).map_err(|d| d.to_string())
         }
         other => read_schedule(other),
@@ -742,7 +752,7 @@ fn compare_command(
     };
     let (sizes, args, _) = run::prepare(chosen, &shape, data, settings.seed)?;
     let side = |label: &'static str, text: &str| {
-        let schedule = resolve_schedule(Some(text), db, chosen, &sizes, settings)
+        let schedule = resolve_schedule(Some(text), db, chosen, &sizes, &args, settings)
             .map_err(|e| compare::on_side(label, &e))?;
         compare::side(label, chosen, schedule, &sizes, &args, settings)
     };

@@ -172,7 +172,7 @@ fn buffer_param<'s>(
 
 /// One `--param NAME=VALUE`: the scalar parameter's value in its type, refused when it does
 /// not parse or does not fit.
-fn parse_param(pipeline: &Pipeline, text: &str) -> Result<(String, Value), String> {
+pub fn parse_param(pipeline: &Pipeline, text: &str) -> Result<(String, Value), String> {
     let (name, value) = split_assignment(text, "--param", "NAME=VALUE (e.g. --param alpha=0.5)")?;
     let Some(input) =
         (pipeline.inputs.iter()).find(|i| i.name == name && matches!(i.kind, InputKind::Scalar))
@@ -191,30 +191,12 @@ fn parse_param(pipeline: &Pipeline, text: &str) -> Result<(String, Value), Strin
             }
         ));
     };
-    let bad = || {
+    let parsed = Value::parse_as(input.dtype, value).ok_or_else(|| {
         format!(
             "error: --param {name}={value}: not a value of type {}",
             input.dtype
         )
-    };
-    let value = value.trim();
-    let parsed = match input.dtype {
-        Dtype::Bool => match value {
-            "true" | "1" => Value::Bool(true),
-            "false" | "0" => Value::Bool(false),
-            _ => return Err(bad()),
-        },
-        Dtype::F32 | Dtype::F64 => Value::F64(value.parse().map_err(|_| bad())?).cast(input.dtype),
-        t => {
-            let v: i64 = value.parse().map_err(|_| bad())?;
-            let cast = Value::I64(v).cast(t);
-            // Refused rather than wrapped: `--param n=300` for a u8 is a mistake.
-            if cast.as_i64() != Some(v) {
-                return Err(bad());
-            }
-            cast
-        }
-    };
+    })?;
     Ok((name.to_string(), parsed))
 }
 

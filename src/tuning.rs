@@ -4,7 +4,7 @@
 mod html;
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -16,7 +16,7 @@ use strata::tuning_db::{
     printable, short_hash, Db, DbError, Measurement, ReportEntry, Run, TuningKey, TRIAL_DEFINITION,
     WINNER_RULE,
 };
-use strata::{Pipeline, Sizes};
+use strata::{Pipeline, Sizes, Value};
 
 /// Settings of `strata tune` beyond the kernel and shape.
 pub struct TuneSettings {
@@ -39,6 +39,7 @@ pub fn tune(
     kernel: &Pipeline,
     source: &str,
     sizes: &Sizes,
+    params: &[(String, Value)],
     settings: &TuneSettings,
 ) -> Result<(), String> {
     let timeout = Duration::try_from_secs_f64(settings.timeout)
@@ -64,6 +65,7 @@ pub fn tune(
         strategy: settings.strategy,
         seed: settings.seed,
         threads: settings.threads,
+        params: params.to_vec(),
         min_time: Duration::from_secs_f64(settings.min_time),
         timeout,
         worker: WorkerCommand::current_exe().map_err(|e| format!("error: {e}"))?,
@@ -73,7 +75,7 @@ pub fn tune(
     };
     let result = strata::tuner::tune(&db, kernel, source, sizes, &options)
         .map_err(|e| format!("error: {e}"))?;
-    let key = strata::tuner::tune::tuning_key(kernel, sizes, settings.threads, settings.backend);
+    let key = result.key.clone();
     let entry = db
         .report(Some(&kernel.name))
         .map_err(|e| format!("error: {e}"))?
@@ -94,6 +96,7 @@ pub fn tune(
 fn same_key(a: &TuningKey, b: &TuningKey) -> bool {
     a.kernel_hash == b.kernel_hash
         && a.shape == b.shape
+        && a.params == b.params
         && a.target == b.target
         && a.backend == b.backend
 }
@@ -275,6 +278,15 @@ fn throughput(e: &ReportEntry) -> String {
     }
 }
 
+/// The shape, and the scalar parameters' values where the kernel has any: `H=8,W=8 with
+/// alpha=1,levels=8`.
+fn instance_text(key: &TuningKey) -> String {
+    match key.params.is_empty() {
+        true => key.shape.clone(),
+        false => format!("{} with {}", key.shape, key.params),
+    }
+}
+
 fn text_entry(e: &ReportEntry) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -282,7 +294,7 @@ fn text_entry(e: &ReportEntry) -> String {
         "kernel {} ({})  shape {}  target {}  backend {}",
         printable(&e.key.kernel_name),
         printable(short_hash(&e.key.kernel_hash)),
-        printable(&e.key.shape),
+        printable(&instance_text(&e.key)),
         e.key.target,
         printable(&e.key.backend)
     );
@@ -464,11 +476,11 @@ pub fn best_schedule(
     db_path: &Path,
     kernel: &Pipeline,
     sizes: &Sizes,
-    threads: usize,
-    backend: strata::Backend,
+    scalars: &BTreeMap<String, Value>,
+    (threads, backend): (usize, strata::Backend),
 ) -> Result<String, String> {
     let db = Db::open_read_only(db_path).map_err(|e| format!("error: {e}"))?;
-    let key = strata::tuner::tune::tuning_key(kernel, sizes, threads, backend);
+    let key = strata::tuner::tune::tuning_key(kernel, sizes, scalars, threads, backend);
     let usable = strata::tuner::tune::usable_winner(&db, kernel, &key)
         .map_err(|miss| format!("error: no tuned schedule: {miss}"))?;
     for why in &usable.skipped {
@@ -489,11 +501,24 @@ pub fn best_schedule(
 /// The floating-point operation count an earlier run recorded for `kernel` at `sizes` in the
 /// database at `db_path` (`None` if there is no database there or no such record). Opened
 /// read-only: looking never creates or changes a database.
-pub fn recorded_float_ops(db_path: &Path, kernel: &Pipeline, sizes: &Sizes) -> Option<u64> {
+pub fn recorded_float_ops(
+    db_path: &Path,
+    kernel: &Pipeline,
+    sizes: &Sizes,
+    args: &strata::Args,
+) -> Option<u64> {
     if !db_path.exists() {
         return None;
     }
     let db = Db::open_read_only(db_path).ok()?;
-    let key = strata::tuner::tune::tuning_key(kernel, sizes, 1, strata::Backend::Cranelift);
-    db.float_ops(&key.kernel_hash, &key.shape).ok().flatten()
+    let key = strata::tuner::tune::tuning_key(
+        kernel,
+        sizes,
+        &args.scalars,
+        1,
+        strata::Backend::Cranelift,
+    );
+    db.float_ops(&key.kernel_hash, &key.shape, &key.params)
+        .ok()
+        .flatten()
 }

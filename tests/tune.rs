@@ -936,6 +936,83 @@ fn compile_tuned_with_takes_its_backends_winner() {
     }
 }
 
+/// Scalar parameters' values are part of what a tune records (a schedule's speed may depend on
+/// them): `tune --param` runs every candidate with the value given, the key and the report
+/// carry every parameter's value, `run --schedule best` finds the winner only with the same
+/// values (and says which were tuned otherwise), and `compile_tuned`, which knows no values,
+/// takes the winner of the one set tuned.
+#[test]
+fn scalar_parameters_are_part_of_the_tuning_key() {
+    let db = TempDb::new("params");
+    let params = ["--param", "gain=1.5", "--param", "offset=-3"];
+    let trials = ["--trials", "2"];
+    succeed(&mut tune_command(
+        db.path(),
+        "brighten",
+        "H=9,W=13",
+        &[&params[..], &trials[..]].concat(),
+    ));
+    let entries = report(db.path());
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0].key.params, "gain=1.5,offset=-3");
+    let text = succeed(strata().args(["report", "--db"]).arg(db.path()));
+    assert!(
+        text.contains("shape H=9,W=13 with gain=1.5,offset=-3"),
+        "{text}"
+    );
+
+    let run_best = |extra: &[&str]| {
+        let mut cmd = strata();
+        cmd.arg("run")
+            .arg(kernel_file("brighten"))
+            .args([
+                "--shape",
+                "H=9,W=13",
+                "--schedule",
+                "best",
+                "--threads",
+                "1",
+            ])
+            .args(["--min-time", "0.01", "--json", "--db"])
+            .arg(db.path())
+            .args(extra);
+        cmd
+    };
+    let out = succeed(&mut run_best(&params));
+    let value: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    assert_eq!(value["correct"], serde_json::Value::Bool(true), "{value}");
+    assert_eq!(
+        value["schedule"].as_str(),
+        entries[0].best_schedule.as_deref(),
+        "{value}"
+    );
+    fail(
+        &mut run_best(&["--param", "gain=2", "--param", "offset=-3"]),
+        "is not tuned with parameters gain=2,offset=-3; tuned only with: gain=1.5,offset=-3",
+    );
+    // A bad value is refused before anything is measured or recorded.
+    fail(
+        &mut tune_command(db.path(), "brighten", "H=9,W=13", &["--param", "gain=x"]),
+        "--param gain=x: not a value of type f32",
+    );
+    fail(
+        &mut tune_command(db.path(), "brighten", "H=9,W=13", &["--param", "levels=2"]),
+        "kernel `brighten` has no scalar parameter `levels` (its parameters: gain, offset)",
+    );
+    assert_eq!(runs(db.path()).len(), 1);
+
+    let store = Db::open_read_only(db.path()).unwrap();
+    let source = std::fs::read_to_string(kernel_file("brighten")).unwrap();
+    let kernel = strata::parse_kernel(&source, "brighten.strata").unwrap();
+    let sizes = strata::sizes(&[("H", 9), ("W", 13)]);
+    let (_, from) = strata::compile_tuned(&store, &kernel, &sizes, 1).unwrap();
+    assert!(
+        matches!(&from, strata::TunedFrom::Winner { schedule, .. }
+            if Some(schedule.to_string()) == entries[0].best_schedule),
+        "{from:?}"
+    );
+}
+
 #[test]
 fn html_report_has_plots_tables_the_winner_and_its_loop_nest() {
     let db = TempDb::new("html");
@@ -1814,6 +1891,7 @@ fn only_unusable_winners_fall_back_to_the_default_schedule() {
                 key: strata::tuner::tune::tuning_key(
                     &kernel,
                     &sizes,
+                    &Default::default(),
                     1,
                     strata::Backend::Cranelift,
                 ),
@@ -1849,6 +1927,7 @@ fn database_with(db: &Path, name: &str, hash: &str, cpu_model: &str, schedule: &
         kernel_hash: hash.into(),
         kernel_name: name.into(),
         shape: "M=1".into(),
+        params: String::new(),
         target: strata::tuning_db::Target {
             cpu_model: cpu_model.into(),
             features: "avx2".into(),

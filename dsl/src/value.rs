@@ -270,6 +270,41 @@ impl Value {
         }
     }
 
+    /// A value of `dtype` from plain text as a user types it (`8`, `-3`, `0.5`, `1e-3`, `nan`,
+    /// `true`/`false` or `1`/`0` for bool), or `None` when the text is not one or an integer
+    /// does not fit (`300` for a `u8` is a mistake, not 44). The inverse of
+    /// [`Value::plain_text`].
+    pub fn parse_as(dtype: Dtype, text: &str) -> Option<Value> {
+        let text = text.trim();
+        match dtype {
+            Dtype::Bool => match text {
+                "true" | "1" => Some(Value::Bool(true)),
+                "false" | "0" => Some(Value::Bool(false)),
+                _ => None,
+            },
+            Dtype::F32 => Some(Value::F32(text.parse().ok()?)),
+            Dtype::F64 => Some(Value::F64(text.parse().ok()?)),
+            t => {
+                let v: i64 = text.parse().ok()?;
+                let cast = Value::I64(v).cast(t);
+                (cast.as_i64() == Some(v)).then_some(cast)
+            }
+        }
+    }
+
+    /// The value as plain text without a type suffix (`8`, `0.5`, `true`), which
+    /// [`Value::parse_as`] reads back to the same value of the same type (floats are written
+    /// in Rust's shortest round-trip form). Used where values are named by text: `--param`
+    /// and the tuning database's record of the parameters a run used.
+    pub fn plain_text(self) -> String {
+        match self {
+            Value::Bool(x) => x.to_string(),
+            Value::F32(x) => x.to_string(),
+            Value::F64(x) => x.to_string(),
+            v => v.as_i64().unwrap_or(0).to_string(),
+        }
+    }
+
     /// Converts to `to` with the language's cast semantics (Rust's `as`).
     pub fn cast(self, to: Dtype) -> Value {
         match self {

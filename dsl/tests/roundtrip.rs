@@ -90,3 +90,39 @@ fn operators_keep_their_grouping_through_print() {
     );
     assert_eq!(parse_kernel(&printed, "again").unwrap(), kernel);
 }
+
+proptest::proptest! {
+    /// A value written as plain text (`--param`, the tuning database's record of parameters)
+    /// reads back as the same value of the same type, for every type; NaN stays NaN.
+    #[test]
+    fn plain_text_reads_back_as_the_same_value(bits in proptest::num::u64::ANY, t in 0usize..10) {
+        use strata_dsl::{Dtype, Value};
+        let types = [Dtype::Bool, Dtype::U8, Dtype::U16, Dtype::U32, Dtype::I8, Dtype::I16,
+            Dtype::I32, Dtype::I64, Dtype::F32, Dtype::F64];
+        let dtype = types[t];
+        let value = match dtype {
+            Dtype::F32 => Value::F32(f32::from_bits(bits as u32)),
+            Dtype::F64 => Value::F64(f64::from_bits(bits)),
+            _ => Value::I64(bits as i64).cast(dtype),
+        };
+        let back = Value::parse_as(dtype, &value.plain_text());
+        let back = back.unwrap_or_else(|| panic!("{value:?} as {:?} does not read back", value.plain_text()));
+        if value.as_f64().is_nan() {
+            proptest::prop_assert!(back.as_f64().is_nan() && back.dtype() == dtype);
+        } else {
+            proptest::prop_assert_eq!(back, value);
+        }
+    }
+}
+
+#[test]
+fn parse_as_refuses_what_does_not_fit_its_type() {
+    use strata_dsl::{Dtype, Value};
+    assert_eq!(Value::parse_as(Dtype::U8, "300"), None);
+    assert_eq!(Value::parse_as(Dtype::I8, "-129"), None);
+    assert_eq!(Value::parse_as(Dtype::I32, "0.5"), None);
+    assert_eq!(Value::parse_as(Dtype::Bool, "2"), None);
+    assert_eq!(Value::parse_as(Dtype::F32, "x"), None);
+    assert_eq!(Value::parse_as(Dtype::U8, " 255 "), Some(Value::U8(255)));
+    assert_eq!(Value::parse_as(Dtype::F32, "0.5"), Some(Value::F32(0.5)));
+}

@@ -272,7 +272,7 @@ fn summary_table(page: &mut String, entries: &[ReportEntry], peak: Option<&Peak>
              <td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td>\
              <td class=n>{}</td><td class=n>{}</td><td class=n>{share}</td><td class=n>{failures}</td></tr>",
             escape(&e.key.kernel_name),
-            escape(&e.key.shape),
+            escape(&super::instance_text(&e.key)),
             escape(&e.key.backend),
             e.key.target.threads,
             e.trials,
@@ -299,7 +299,7 @@ fn entry_section(
         "<h2 id=\"k{i}\">{} &mdash; {}</h2><p>kernel hash <code>{}</code>, target {}, backend {}; \
          {} trials in {} run(s)</p>",
         escape(&e.key.kernel_name),
-        escape(&e.key.shape),
+        escape(&super::instance_text(&e.key)),
         escape(short_hash(&e.key.kernel_hash)),
         escape(&e.key.target.to_string()),
         escape(&e.key.backend),

@@ -14,21 +14,21 @@
 
 use crate::space::{schedule_hash, Genome, Space};
 use crate::strategy::{Candidate, Searcher, StrategyKind};
-use crate::worker::{Outcome, Request, Setup, Worker, WorkerCommand};
+use crate::worker::{run_inputs, Outcome, Request, Setup, Worker, WorkerCommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
-use strata_dsl::random::random_args;
-use strata_dsl::{Args, Buffer, Pipeline, Sizes, Work};
+use strata_dsl::{Args, Buffer, Pipeline, Sizes, Value, Work};
 use strata_jit::Backend;
 use strata_scheduler::lower::lift_reductions::lift_reductions;
 use strata_scheduler::schedule::validate::validate;
 use strata_scheduler::Schedule;
 use strata_tuning_db::{
-    printable, Db, DbError, Measurement, Miss, NewRun, Status, Target, TuningKey, Winner,
+    canonical_params, printable, Db, DbError, Measurement, Miss, NewRun, Status, Target, TuningKey,
+    Winner,
 };
 
 /// The float tolerance answers are checked with.
@@ -59,6 +59,10 @@ pub struct TuneOptions {
     pub seed: u64,
     /// Threads of parallel loops, in every measurement (part of the database key).
     pub threads: usize,
+    /// Values of scalar parameters (`--param`); the others are seeded random. Every
+    /// parameter's value, given or drawn, is part of the database key: a schedule's speed
+    /// can depend on it (the local Laplacian's work grows with its `intensity_levels`).
+    pub params: Vec<(String, Value)>,
     /// Time each candidate's repetitions for at least this long.
     pub min_time: Duration,
     /// Give up on a candidate (and its worker) after this long.
@@ -88,6 +92,7 @@ impl Default for TuneOptions {
             strategy: StrategyKind::Model,
             seed: 1,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            params: Vec::new(),
             min_time: DEFAULT_MIN_TIME,
             timeout: DEFAULT_TIMEOUT,
             worker: WorkerCommand::default(),
@@ -152,6 +157,8 @@ pub struct TrialTime {
 pub struct TuneResult {
     /// This run's id in the database.
     pub run_id: i64,
+    /// What the run was recorded under (with the scalar parameters' values it used).
+    pub key: TuningKey,
     /// Why the run ended.
     pub stop: StopReason,
     /// This run's trials ([`strata_tuning_db::TRIAL_DEFINITION`]).
@@ -335,10 +342,12 @@ struct Session<'a> {
     work: (u64, u64),
 }
 
-/// The database key of a kernel at a shape on this machine, compiled by `backend`.
+/// The database key of a kernel at a shape with the scalar parameters' values `scalars` (by
+/// name; empty for a kernel without any) on this machine, compiled by `backend`.
 pub fn tuning_key(
     pipeline: &Pipeline,
     sizes: &Sizes,
+    scalars: &BTreeMap<String, Value>,
     threads: usize,
     backend: Backend,
 ) -> TuningKey {
@@ -346,6 +355,7 @@ pub fn tuning_key(
         kernel_hash: pipeline.hash().to_string(),
         kernel_name: pipeline.name.clone(),
         shape: shape_text(sizes),
+        params: params_text(scalars),
         target: host_target(threads),
         backend: backend.name().to_string(),
     }
@@ -358,6 +368,11 @@ pub fn shape_text(sizes: &Sizes) -> String {
         .map(|(n, v)| format!("{n}={v}"))
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// `alpha=0.5,levels=8`: scalar parameters' values in name order, as plain text.
+pub fn params_text(scalars: &BTreeMap<String, Value>) -> String {
+    canonical_params(scalars.iter().map(|(n, v)| (n, v.plain_text())))
 }
 
 /// This machine: CPU model, the vector features codegen uses, and the thread count.
@@ -425,9 +440,9 @@ pub fn tune(
     }
     let started = Instant::now();
     let deadline = options.time.map(|t| started + t);
-    let key = tuning_key(pipeline, sizes, options.threads, options.backend);
-    let (setup, float_ops, bytes, expected_file) =
+    let (setup, scalars, float_ops, bytes, expected_file) =
         prepare(pipeline, source, sizes, options, deadline)?;
+    let key = tuning_key(pipeline, sizes, &scalars, options.threads, options.backend);
     let run = NewRun {
         key: key.clone(),
         kernel_source: source.to_string(),
@@ -486,6 +501,7 @@ pub fn tune(
         .map(|t| t.seconds);
     Ok(TuneResult {
         run_id,
+        key,
         stop,
         trials: session.trials,
         elapsed_s: started.elapsed().as_secs_f64(),
@@ -517,9 +533,10 @@ fn prepare(
     sizes: &Sizes,
     options: &TuneOptions,
     deadline: Option<Instant>,
-) -> Result<(Setup, u64, u64, ExpectedFile), TuneError> {
-    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(options.seed);
-    let args = random_args(pipeline, sizes, &mut rng).map_err(TuneError::Setup)?;
+) -> Result<(Setup, BTreeMap<String, Value>, u64, u64, ExpectedFile), TuneError> {
+    let args =
+        run_inputs(pipeline, sizes, options.seed, &options.params).map_err(TuneError::Setup)?;
+    let scalars = args.scalars.clone();
     let input_bytes = args
         .buffers
         .values()
@@ -536,6 +553,9 @@ fn prepare(
         kernel_name: pipeline.name.clone(),
         sizes: sizes.clone(),
         seed: options.seed,
+        params: (scalars.iter())
+            .map(|(name, value)| (name.clone(), value.plain_text()))
+            .collect(),
         threads: options.threads,
         expected_path: file.path.clone(),
         expected_dtype: expected.dtype().name().to_string(),
@@ -543,7 +563,7 @@ fn prepare(
         tolerance: FLOAT_TOLERANCE,
         min_time_s: options.min_time.as_secs_f64(),
     };
-    Ok((setup, work.float_ops, bytes as u64, file))
+    Ok((setup, scalars, work.float_ops, bytes as u64, file))
 }
 
 /// How often a wait for the reference answer looks at the clock and at Ctrl-C.

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 use strata_dsl::random::{agree_within, random_args, Tolerance};
-use strata_dsl::{Buffer, Dtype, Pipeline, Sizes};
+use strata_dsl::{Args, Buffer, Dtype, InputKind, Pipeline, Sizes, Value};
 
 /// The environment variable that turns a program into a worker, with `WORKER_ARG`.
 pub const WORKER_ENV: &str = "STRATA_WORKER";
@@ -47,6 +47,11 @@ pub struct Setup {
     pub sizes: Sizes,
     /// Seed of the random inputs (the reference answer was computed from the same).
     pub seed: u64,
+    /// Every scalar parameter's value as plain text ([`Value::plain_text`]), by name: the
+    /// values the user gave and the seeded random ones, so the worker runs with exactly the
+    /// values the reference answer was computed with.
+    #[serde(default)]
+    pub params: Vec<(String, String)>,
     /// Threads of parallel loops.
     pub threads: usize,
     /// Where the reference output is: `<path>.bin` (bytes) and its dtype and shape here.
@@ -209,6 +214,66 @@ struct WorkerState {
     backend: strata_jit::Backend,
 }
 
+/// The inputs every measurement of a run uses: buffers seeded random from `seed`, scalar
+/// parameters as `params` gives them (seeded random where it does not). `params` must name
+/// scalar parameters of `pipeline`, each with a value of its type.
+pub fn run_inputs(
+    pipeline: &Pipeline,
+    sizes: &Sizes,
+    seed: u64,
+    params: &[(String, Value)],
+) -> Result<Args, String> {
+    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(seed);
+    // Drawn first for every parameter, so the buffers do not depend on which were given.
+    let mut args = random_args(pipeline, sizes, &mut rng)?;
+    for (name, value) in params {
+        let declared = scalar_param(pipeline, name)?;
+        if value.dtype() != declared {
+            return Err(format!(
+                "parameter `{name}` of `{}` is {declared}, not {}",
+                pipeline.name,
+                value.dtype()
+            ));
+        }
+        args.scalars.insert(name.clone(), *value);
+    }
+    Ok(args)
+}
+
+/// The type of `pipeline`'s scalar parameter `name`, or the error listing its parameters.
+fn scalar_param(pipeline: &Pipeline, name: &str) -> Result<Dtype, String> {
+    let scalars = || (pipeline.inputs.iter()).filter(|i| matches!(i.kind, InputKind::Scalar));
+    if let Some(input) = scalars().find(|i| i.name == name) {
+        return Ok(input.dtype);
+    }
+    let names: Vec<&str> = scalars().map(|i| i.name.as_str()).collect();
+    Err(format!(
+        "kernel `{}` has no scalar parameter `{name}` (its parameters: {})",
+        pipeline.name,
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    ))
+}
+
+/// [`Setup::params`] read back as values of the parameters' types.
+fn parse_params(
+    pipeline: &Pipeline,
+    params: &[(String, String)],
+) -> Result<Vec<(String, Value)>, String> {
+    params
+        .iter()
+        .map(|(name, text)| {
+            let dtype = scalar_param(pipeline, name)?;
+            let value = Value::parse_as(dtype, text)
+                .ok_or_else(|| format!("parameter `{name}`: `{text}` is not a {dtype}"))?;
+            Ok((name.clone(), value))
+        })
+        .collect()
+}
+
 impl WorkerState {
     fn new(setup: &Setup, backend: strata_jit::Backend) -> Result<WorkerState, String> {
         let pipeline = strata_dsl::parse_kernels(&setup.kernel_source, "kernel")
@@ -216,8 +281,8 @@ impl WorkerState {
             .into_iter()
             .find(|k| k.name == setup.kernel_name)
             .ok_or("kernel not found")?;
-        let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(setup.seed);
-        let args = random_args(&pipeline, &setup.sizes, &mut rng)?;
+        let params = parse_params(&pipeline, &setup.params)?;
+        let args = run_inputs(&pipeline, &setup.sizes, setup.seed, &params)?;
         let bytes = read_expected(&setup.expected_path)?;
         let dtype = Dtype::from_name(&setup.expected_dtype).ok_or("bad expected dtype")?;
         let expected = Buffer::from_bytes(dtype, &setup.expected_shape, &bytes)
@@ -253,25 +318,43 @@ impl WorkerState {
             Err(e) => return Outcome::CompileError(e),
         };
         let compile_s = start.elapsed().as_secs_f64();
+        let checked = Instant::now();
         let mut got = match kernel.run(&self.args, self.setup.threads) {
             Ok(b) => b,
             Err(e) => return Outcome::Refused(e.to_string()),
         };
+        let check_s = checked.elapsed().as_secs_f64();
         if fault == Some("wrong") {
             corrupt(&mut got);
         }
         if let Err(e) = agree_within(&got, &self.expected, self.tolerance) {
             return Outcome::WrongAnswer(e);
         }
-        let timed = self.time(&kernel, &mut got, request.cutoff_s, compile_s);
+        let timed = match self.past_cutoff(check_s, request.cutoff_s) {
+            // Already past the cutoff on the checked run: that run is its one timing. A
+            // candidate 20 times slower than the best took three of its runs (checked,
+            // warm-up, timed), and on an app-sized pipeline such candidates (an inlined
+            // scatter recomputed per point: seconds a run) were most of a tuning run's time.
+            true => one_run(check_s, compile_s),
+            false => self.time(&kernel, &mut got, request.cutoff_s, compile_s),
+        };
         match fault {
             Some("unstable") if request.confirm => slowed(timed, BUSY_FACTOR),
             _ => timed,
         }
     }
 
-    /// One warm-up run, then repetitions for at least `min_time` (at least 3), unless the first
-    /// timed run is already past the cutoff.
+    /// Whether a first run (checked or warm-up) of `seconds` is far enough past `cutoff_s` to
+    /// be a candidate's only timing: past the cutoff and longer than the minimum timing time.
+    /// A first run pays for allocating its output and for cold caches and pages: for a kernel
+    /// of microseconds that alone can be 20 times a warm run, and a fast candidate timed
+    /// by it would be recorded as slow. Past the minimum time, it is the kernel's own.
+    fn past_cutoff(&self, seconds: f64, cutoff_s: Option<f64>) -> bool {
+        cutoff_s.is_some_and(|c| seconds > c.max(self.setup.min_time_s))
+    }
+
+    /// One warm-up run, then repetitions for at least `min_time` (at least 3), unless a run
+    /// (the warm-up or the first timed one) is already past the cutoff: then that run alone.
     fn time(
         &self,
         kernel: &strata_jit::CompiledKernel,
@@ -280,7 +363,12 @@ impl WorkerState {
         compile_s: f64,
     ) -> Outcome {
         // One output for every run, so the timings hold the kernel and not its allocation.
+        let warm_up = Instant::now();
         let _ = kernel.run_into(&self.args, output, self.setup.threads);
+        let warm_up_s = warm_up.elapsed().as_secs_f64();
+        if self.past_cutoff(warm_up_s, cutoff_s) {
+            return one_run(warm_up_s, compile_s);
+        }
         let start = Instant::now();
         let mut times = Vec::new();
         while times.len() < 3 || start.elapsed().as_secs_f64() < self.setup.min_time_s {
@@ -302,6 +390,17 @@ impl WorkerState {
             runs: times.len() as u32,
             compile_s,
         }
+    }
+}
+
+/// The timing of a candidate run once.
+fn one_run(seconds: f64, compile_s: f64) -> Outcome {
+    Outcome::Timed {
+        median_s: seconds,
+        min_s: seconds,
+        max_s: seconds,
+        runs: 1,
+        compile_s,
     }
 }
 

@@ -199,11 +199,33 @@ pub enum Miss {
         tuned_shapes: Vec<String>,
     },
 
-    /// The kernel was tuned for this shape, but never on this target.
+    /// The kernel was tuned for this shape, but never with these scalar parameter values (on
+    /// any target).
     #[error(
-        "kernel `{}` at shape {} is not tuned for target {target}; tuned only for targets: {}",
+        "kernel `{}` at shape {} is not tuned with parameters {}; tuned only with: {}",
         printable(kernel_name),
         printable(shape),
+        params_text(params),
+        join_params(tuned_params)
+    )]
+    Params {
+        /// The kernel's name.
+        kernel_name: String,
+        /// The shape.
+        shape: String,
+        /// The parameter values asked for, canonical (`""`: none).
+        params: String,
+        /// The parameter values it was tuned with at this shape.
+        tuned_params: Vec<String>,
+    },
+
+    /// The kernel was tuned for this shape and these parameter values, but never on this
+    /// target.
+    #[error(
+        "kernel `{}` at shape {}{} is not tuned for target {target}; tuned only for targets: {}",
+        printable(kernel_name),
+        printable(shape),
+        with_params(params),
         join_targets(tuned_targets)
     )]
     Target {
@@ -211,17 +233,21 @@ pub enum Miss {
         kernel_name: String,
         /// The shape.
         shape: String,
+        /// The parameter values, canonical (`""`: none).
+        params: String,
         /// The target asked for.
         target: Target,
-        /// The targets it was tuned on for this shape.
+        /// The targets it was tuned on for this shape and these parameter values.
         tuned_targets: Vec<Target>,
     },
 
-    /// The kernel was tuned for this shape on this target, but with other backends only.
+    /// The kernel was tuned for this shape and these parameter values on this target, but
+    /// with other backends only.
     #[error(
-        "kernel `{}` at shape {} on {target} is not tuned with the {} backend; tuned only with: {}",
+        "kernel `{}` at shape {}{} on {target} is not tuned with the {} backend; tuned only with: {}",
         printable(kernel_name),
         printable(shape),
+        with_params(params),
         printable(backend),
         printable(&tuned_backends.join(", "))
     )]
@@ -230,21 +256,26 @@ pub enum Miss {
         kernel_name: String,
         /// The shape.
         shape: String,
+        /// The parameter values, canonical (`""`: none).
+        params: String,
         /// The target.
         target: Target,
         /// The backend asked for.
         backend: String,
-        /// The backends it was tuned with for this shape and target.
+        /// The backends it was tuned with for this shape, these parameter values and this
+        /// target.
         tuned_backends: Vec<String>,
     },
 
     /// The exact key was tuned but no candidate measured successfully.
-    #[error("kernel `{}` at shape {} on {target} with the {} backend was tuned, but none of its {measured} measurements succeeded{}", printable(kernel_name), printable(shape), printable(backend), damaged_note(*damaged))]
+    #[error("kernel `{}` at shape {}{} on {target} with the {} backend was tuned, but none of its {measured} measurements succeeded{}", printable(kernel_name), printable(shape), with_params(params), printable(backend), damaged_note(*damaged))]
     NoSuccess {
         /// The kernel's name.
         kernel_name: String,
         /// The shape.
         shape: String,
+        /// The parameter values, canonical (`""`: none).
+        params: String,
         /// The target.
         target: Target,
         /// The backend.
@@ -288,6 +319,30 @@ fn damaged_note(damaged: u64) -> String {
             " or could be trusted: {n} of them are damaged (their content does not match \
              their checksums) and were skipped"
         ),
+    }
+}
+
+/// Parameter values for messages: `(none)` for a kernel without parameters (an empty
+/// string would read as a missing word).
+fn params_text(params: &str) -> String {
+    match params {
+        "" => "(none)".to_string(),
+        p => printable(p).into_owned(),
+    }
+}
+
+/// Parameter value sets as `a=1; a=2` for messages (`;`, since each holds commas).
+fn join_params(tuned: &[String]) -> String {
+    let shown: Vec<String> = tuned.iter().map(|p| params_text(p)).collect();
+    shown.join("; ")
+}
+
+/// ` with a=1` after a shape in messages; nothing for a kernel without parameters, so their
+/// messages read as before parameters were part of the key.
+fn with_params(params: &str) -> String {
+    match params {
+        "" => String::new(),
+        p => format!(" with {}", printable(p)),
     }
 }
 

@@ -3,7 +3,7 @@
 //! The stream is a header line, then every run, then every measurement:
 //!
 //! ```text
-//! {"record":"header","format":"strata-tuning-db","version":2}
+//! {"record":"header","format":"strata-tuning-db","version":3}
 //! {"record":"run","uid":"…","start":{"key":{…},…},"ended_at":"…","stop_reason":"…"}
 //! {"record":"measurement","run_uid":"…","measurement":{"trial":0,…}}
 //! ```
@@ -37,8 +37,12 @@ pub const EXPORT_FORMAT: &str = "strata-tuning-db";
 /// The newest export format version this build writes and reads. Version 2 added the
 /// backend to each run's key; a version-1 stream has none, and its runs import as
 /// Cranelift's (the only backend then). A build that reads only version 1 refuses a
-/// version-2 stream rather than take an LLVM run for a Cranelift one.
-pub const EXPORT_VERSION: u32 = 2;
+/// version-2 stream rather than take an LLVM run for a Cranelift one. Version 3 added the
+/// scalar parameters' values to each run's key (`params`); a version-1 or 2 stream has
+/// none, and its runs import with `""` (no parameters), as schema version 5 keeps older
+/// runs. A build that reads only version 2 refuses a version-3 stream rather than take a
+/// run tuned at some parameter values for one without parameters.
+pub const EXPORT_VERSION: u32 = 3;
 
 /// One line of an export stream.
 #[derive(Debug, Serialize, Deserialize)]

@@ -5,8 +5,8 @@
 //! loses nothing and `tune` resumes where it stopped. It answers:
 //!
 //! - resume: [`Db::measured_hashes`], [`Db::best`], [`Db::max_trial`];
-//! - programs: [`Db::winner`] by (kernel hash, shape, target, backend), with a [`Miss`]
-//!   that says which part differed;
+//! - programs: [`Db::winner`] by (kernel hash, shape, scalar parameter values, target,
+//!   backend) — a [`TuningKey`] — with a [`Miss`] that says which part differed;
 //! - `strata report`: [`Db::report`];
 //! - `strata db export|import`: [`Db::export`], [`Db::import`] as JSON lines.
 //!
@@ -22,6 +22,9 @@
 //!     kernel_hash: "abc".into(),
 //!     kernel_name: "matmul".into(),
 //!     shape: strata_tuning_db::canonical_shape([("M", 64), ("N", 64), ("K", 64)]),
+//!     // matmul has no scalar parameters; a kernel with some names their values here
+//!     // (`canonical_params([("alpha", "1")])`), as tuned.
+//!     params: String::new(),
 //!     target: Target { cpu_model: "cpu".into(), features: "avx2".into(), threads: 4 },
 //!     backend: "cranelift".into(),
 //! };
@@ -77,8 +80,9 @@ pub use db::{Db, OpenOptions, DEFAULT_BUSY_TIMEOUT};
 pub use error::{short_hash, DbError, Miss};
 pub use exchange::{ImportCheck, EXPORT_FORMAT, EXPORT_VERSION};
 pub use model::{
-    canonical_shape, DamagedRow, Measurement, NewRun, ReportEntry, Run, Status, Target, TrialTime,
-    TuningKey, UnstableTime, Winner, DEFAULT_BACKEND, TRIAL_DEFINITION, WINNER_RULE,
+    canonical_params, canonical_shape, DamagedRow, Measurement, NewRun, ReportEntry, Run, Status,
+    Target, TrialTime, TuningKey, UnstableTime, Winner, DEFAULT_BACKEND, TRIAL_DEFINITION,
+    WINNER_RULE,
 };
 pub use output::{check_replaceable, is_file_of_database, is_same_file, write_replacing};
 pub use plausible::MAX_RATE_PER_S;

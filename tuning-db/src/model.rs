@@ -42,9 +42,11 @@ fn default_backend() -> String {
     DEFAULT_BACKEND.to_string()
 }
 
-/// What a tuning result is for: one kernel (by hash) at one shape on one target, compiled by
-/// one backend. A schedule's speed depends on the code generator as much as on the machine
-/// (LLVM's vectors are wider than Cranelift's), so a winner for one backend is never another's.
+/// What a tuning result is for: one kernel (by hash) at one shape with one set of scalar
+/// parameter values on one target, compiled by one backend. A schedule's speed depends on the
+/// code generator as much as on the machine (LLVM's vectors are wider than Cranelift's), and on
+/// the parameters' values as much as on the shape (a parameter may bound a loop or pick a
+/// branch), so a winner for one backend or one set of values is never another's.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct TuningKey {
     /// The hash of the kernel's canonical source; identifies the kernel.
@@ -53,6 +55,11 @@ pub struct TuningKey {
     pub kernel_name: String,
     /// The shape, canonical: `K=256,M=256,N=256`, sorted by name (see [`canonical_shape`]).
     pub shape: String,
+    /// The scalar parameters' values, canonical: `alpha=1,intensity_levels=8`, sorted by name
+    /// (see [`canonical_params`]); empty for a kernel without scalar parameters. Absent in old
+    /// exports, whose runs recorded none.
+    #[serde(default)]
+    pub params: String,
     /// The machine.
     pub target: Target,
     /// The code generator's name (`cranelift`, `llvm`); absent in old exports, which are
@@ -75,6 +82,32 @@ where
     let mut pairs: Vec<(String, u64)> = dims
         .into_iter()
         .map(|(name, value)| (name.as_ref().to_string(), value))
+        .collect();
+    pairs.sort();
+    let parts: Vec<String> = pairs.iter().map(|(n, v)| format!("{n}={v}")).collect();
+    parts.join(",")
+}
+
+/// Formats scalar parameter values canonically, as [`canonical_shape`] does shapes:
+/// `name=value` pairs sorted by name, joined by commas; empty for no parameters. Each value is
+/// its text as given (`Display`), so a caller formats one value one way every time (integers
+/// in decimal, floats as Rust prints them: the shortest text that reads back the same).
+///
+/// ```
+/// let p = strata_tuning_db::canonical_params([("intensity_levels", "8"), ("alpha", "1")]);
+/// assert_eq!(p, "alpha=1,intensity_levels=8");
+/// assert_eq!(strata_tuning_db::canonical_params([("beta", 0.5f32), ("alpha", 2.0)]), "alpha=2,beta=0.5");
+/// assert_eq!(strata_tuning_db::canonical_params(Vec::<(&str, i32)>::new()), "");
+/// ```
+pub fn canonical_params<I, S, V>(pairs: I) -> String
+where
+    I: IntoIterator<Item = (S, V)>,
+    S: AsRef<str>,
+    V: fmt::Display,
+{
+    let mut pairs: Vec<(String, String)> = pairs
+        .into_iter()
+        .map(|(name, value)| (name.as_ref().to_string(), value.to_string()))
         .collect();
     pairs.sort();
     let parts: Vec<String> = pairs.iter().map(|(n, v)| format!("{n}={v}")).collect();
@@ -252,8 +285,8 @@ pub const TRIAL_DEFINITION: &str = "a trial is one search candidate measured (fa
 /// How the winner is chosen ([`crate::Db::best`], [`crate::Db::winner`]), in words.
 pub const WINNER_RULE: &str = "the winner is the lowest median among confirmed measurements \
      (re-measured in a fresh worker at the end of a run) of every run of this kernel, shape, \
-     target and backend; search measurements compete only when nothing was confirmed; ties go \
-     to the earlier run, then the lower trial";
+     parameter values, target and backend; search measurements compete only when nothing was \
+     confirmed; ties go to the earlier run, then the lower trial";
 
 /// A measurement row whose content does not match its checksum: damaged on disk or edited
 /// behind the database's back. Winners, reports and exports skip it.
@@ -302,10 +335,10 @@ pub struct TrialTime {
     pub remeasured: bool,
 }
 
-/// What `strata report` shows for one (kernel hash, shape, target, backend).
+/// What `strata report` shows for one (kernel hash, shape, params, target, backend).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReportEntry {
-    /// The kernel, shape and target (the name is the latest run's).
+    /// The kernel, shape, parameter values, target and backend (the name is the latest run's).
     pub key: TuningKey,
     /// Number of runs for this key.
     pub runs: u64,

@@ -14,14 +14,15 @@ use crate::plausible::PLAUSIBLE_WHERE;
 
 /// The condition selecting the runs (alias `r`) of one key; bind with [`key_params`].
 pub(crate) const KEY_WHERE: &str = "r.kernel_hash = :kernel_hash AND r.shape = :shape \
-     AND r.cpu_model = :cpu_model AND r.features = :features AND r.threads = :threads \
+     AND r.params = :params AND r.cpu_model = :cpu_model AND r.features = :features AND r.threads = :threads \
      AND r.backend = :backend";
 
 /// The named parameters of [`KEY_WHERE`].
-pub(crate) fn key_params(key: &TuningKey) -> [(&'static str, &dyn ToSql); 6] {
+pub(crate) fn key_params(key: &TuningKey) -> [(&'static str, &dyn ToSql); 7] {
     [
         (":kernel_hash", &key.kernel_hash),
         (":shape", &key.shape),
+        (":params", &key.params),
         (":cpu_model", &key.target.cpu_model),
         (":features", &key.target.features),
         (":threads", &key.target.threads),
@@ -85,11 +86,11 @@ pub(crate) const RUN_COLUMNS: &str =
     "r.uid, r.kernel_hash, r.kernel_name, r.kernel_source, r.shape, \
      r.cpu_model, r.features, r.threads, r.strata_version, r.strategy, r.seed, \
      r.budget_trials, r.budget_seconds, r.float_ops, r.bytes, r.started_at, r.ended_at, \
-     r.stop_reason, r.backend";
+     r.stop_reason, r.backend, r.params";
 
 /// How many columns [`RUN_COLUMNS`] holds: a query selecting more after them reads those
 /// from here on.
-pub(crate) const RUN_COLUMN_COUNT: usize = 19;
+pub(crate) const RUN_COLUMN_COUNT: usize = 20;
 
 /// Builds a [`Run`] from [`RUN_COLUMNS`].
 pub(crate) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<Run> {
@@ -97,6 +98,7 @@ pub(crate) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<Run> {
         kernel_hash: row.get(1)?,
         kernel_name: row.get(2)?,
         shape: row.get(4)?,
+        params: row.get(19)?,
         target: Target {
             cpu_model: row.get(5)?,
             features: row.get(6)?,
@@ -181,14 +183,23 @@ impl Db {
     }
 
     /// The floating-point operation count the reference evaluator recorded for the kernel
-    /// with `kernel_hash` at `shape` (canonical, as in [`TuningKey`]), from the latest run that
-    /// has one. The count is the definition's, the same on every machine, thread count and
-    /// backend, so any run of the kernel and shape gives it (`strata run --no-check` reports
-    /// GFLOP/s with it without running the reference).
-    pub fn float_ops(&self, kernel_hash: &str, shape: &str) -> Result<Option<u64>, DbError> {
+    /// with `kernel_hash` at `shape` with scalar parameter values `params` (both canonical, as
+    /// in [`TuningKey`]; `params` is `""` for a kernel without parameters), from the latest run
+    /// that has one. The count is the definition's, the same on every machine, thread count
+    /// and backend, so any run of the kernel, shape and values gives it (`strata run
+    /// --no-check` reports GFLOP/s with it without running the reference). Values count as
+    /// much as the shape: a parameter may bound a loop or choose a branch.
+    pub fn float_ops(
+        &self,
+        kernel_hash: &str,
+        shape: &str,
+        params: &str,
+    ) -> Result<Option<u64>, DbError> {
         let sql = "SELECT float_ops FROM runs WHERE kernel_hash = :kernel_hash AND shape = :shape
-             AND float_ops IS NOT NULL ORDER BY started_at DESC, uid DESC LIMIT 1";
-        let params = named_params! { ":kernel_hash": kernel_hash, ":shape": shape };
+             AND params = :params AND float_ops IS NOT NULL
+             ORDER BY started_at DESC, uid DESC LIMIT 1";
+        let params =
+            named_params! { ":kernel_hash": kernel_hash, ":shape": shape, ":params": params };
         let found = self.conn.query_row(sql, params, |r| get_opt_u64(r, 0));
         match found {
             Ok(ops) => Ok(ops),
@@ -253,12 +264,13 @@ impl Db {
             .collect())
     }
 
-    /// The best schedule for exactly `key` (kernel hash, shape, target and backend).
+    /// The best schedule for exactly `key` (kernel hash, shape, parameter values, target and
+    /// backend).
     ///
     /// On a miss, says which part differed: the kernel (and whether its name was tuned
-    /// under other hashes), the shape (listing the tuned shapes), the target (listing the
-    /// tuned targets), the backend (listing the backends tuned), or that nothing measured
-    /// for the key succeeded.
+    /// under other hashes), the shape (listing the tuned shapes), the parameter values
+    /// (listing those tuned at the shape), the target (listing the tuned targets), the
+    /// backend (listing the backends tuned), or that nothing measured for the key succeeded.
     // A miss is the cold path of a once-per-kernel lookup: its size does not matter.
     #[allow(clippy::result_large_err)]
     pub fn winner(&self, key: &TuningKey) -> Result<Winner, Miss> {
@@ -271,7 +283,9 @@ impl Db {
         Err(self.explain_miss(key)?)
     }
 
-    /// Works out why `key` has no winner (see [`Db::winner`]).
+    /// Works out why `key` has no winner (see [`Db::winner`]): the first part of the key, in
+    /// the order kernel, shape, parameter values, target, backend, that no run shares with
+    /// it together with the parts before.
     pub fn explain_miss(&self, key: &TuningKey) -> Result<Miss, DbError> {
         let name = key.kernel_name.clone();
         let shapes = self.strings(
@@ -296,11 +310,21 @@ impl Db {
                 tuned_shapes: shapes,
             });
         }
-        let targets = self.targets_for(&key.kernel_hash, &key.shape)?;
+        let tuned_params = self.params_for(key)?;
+        if !tuned_params.contains(&key.params) {
+            return Ok(Miss::Params {
+                kernel_name: name,
+                shape: key.shape.clone(),
+                params: key.params.clone(),
+                tuned_params,
+            });
+        }
+        let targets = self.targets_for(key)?;
         if !targets.contains(&key.target) {
             return Ok(Miss::Target {
                 kernel_name: name,
                 shape: key.shape.clone(),
+                params: key.params.clone(),
                 target: key.target.clone(),
                 tuned_targets: targets,
             });
@@ -310,6 +334,7 @@ impl Db {
             return Ok(Miss::Backend {
                 kernel_name: name,
                 shape: key.shape.clone(),
+                params: key.params.clone(),
                 target: key.target.clone(),
                 backend: key.backend.clone(),
                 tuned_backends: backends,
@@ -318,6 +343,7 @@ impl Db {
         Ok(Miss::NoSuccess {
             kernel_name: name,
             shape: key.shape.clone(),
+            params: key.params.clone(),
             target: key.target.clone(),
             backend: key.backend.clone(),
             measured: self.measurement_count(key)?,
@@ -325,29 +351,42 @@ impl Db {
         })
     }
 
-    /// The backends `key`'s kernel was tuned with at its shape on its target.
+    /// The parameter values `key`'s kernel was tuned with at its shape.
+    fn params_for(&self, key: &TuningKey) -> Result<Vec<String>, DbError> {
+        self.strings(
+            "SELECT DISTINCT params FROM runs WHERE kernel_hash = :h AND shape = :s
+             ORDER BY params",
+            named_params! { ":h": key.kernel_hash, ":s": key.shape },
+        )
+    }
+
+    /// The backends `key`'s kernel was tuned with at its shape and parameter values on its
+    /// target.
     fn backends_for(&self, key: &TuningKey) -> Result<Vec<String>, DbError> {
         self.strings(
             "SELECT DISTINCT backend FROM runs WHERE kernel_hash = :h AND shape = :s
-             AND cpu_model = :c AND features = :f AND threads = :t ORDER BY backend",
+             AND params = :p AND cpu_model = :c AND features = :f AND threads = :t
+             ORDER BY backend",
             named_params! {
-                ":h": key.kernel_hash, ":s": key.shape, ":c": key.target.cpu_model,
-                ":f": key.target.features, ":t": key.target.threads,
+                ":h": key.kernel_hash, ":s": key.shape, ":p": key.params,
+                ":c": key.target.cpu_model, ":f": key.target.features, ":t": key.target.threads,
             },
         )
     }
 
-    /// The targets that `kernel_hash` was tuned on at `shape`.
-    fn targets_for(&self, kernel_hash: &str, shape: &str) -> Result<Vec<Target>, DbError> {
+    /// The targets that `key`'s kernel was tuned on at its shape and parameter values.
+    fn targets_for(&self, key: &TuningKey) -> Result<Vec<Target>, DbError> {
         let mut stmt = self
             .conn
             .prepare(
                 "SELECT DISTINCT cpu_model, features, threads FROM runs
-                 WHERE kernel_hash = :h AND shape = :s ORDER BY cpu_model, features, threads",
+                 WHERE kernel_hash = :h AND shape = :s AND params = :p
+                 ORDER BY cpu_model, features, threads",
             )
             .map_err(|e| self.err(e))?;
+        let params = named_params! { ":h": key.kernel_hash, ":s": key.shape, ":p": key.params };
         let rows = stmt
-            .query_map(named_params! { ":h": kernel_hash, ":s": shape }, |r| {
+            .query_map(params, |r| {
                 Ok(Target {
                     cpu_model: r.get(0)?,
                     features: r.get(1)?,
@@ -424,5 +463,16 @@ impl Db {
             .collect::<rusqlite::Result<_>>()
             .map_err(|e| self.err(e))?;
         Ok(lines.join("\n"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A query that selects more after [`RUN_COLUMNS`] reads them from [`RUN_COLUMN_COUNT`].
+    #[test]
+    fn the_run_column_count_counts_the_run_columns() {
+        assert_eq!(RUN_COLUMNS.split(',').count(), RUN_COLUMN_COUNT);
     }
 }

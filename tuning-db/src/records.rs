@@ -120,11 +120,12 @@ pub(crate) fn insert_run_row(
     conn.execute(
         "INSERT OR IGNORE INTO runs (uid, kernel_hash, kernel_name, kernel_source, shape,
              cpu_model, features, threads, strata_version, strategy, seed, budget_trials,
-             budget_seconds, float_ops, bytes, started_at, ended_at, stop_reason, backend)
+             budget_seconds, float_ops, bytes, started_at, ended_at, stop_reason, backend,
+             params)
          VALUES (:uid, :kernel_hash, :kernel_name, :kernel_source, :shape, :cpu_model,
              :features, :threads, :strata_version, :strategy, :seed, :budget_trials,
              :budget_seconds, :float_ops, :bytes, :started_at, :ended_at, :stop_reason,
-             :backend)",
+             :backend, :params)",
         named_params! {
             ":uid": uid, ":kernel_hash": k.kernel_hash, ":kernel_name": k.kernel_name,
             ":kernel_source": run.kernel_source, ":shape": k.shape,
@@ -133,7 +134,7 @@ pub(crate) fn insert_run_row(
             ":strategy": run.strategy, ":seed": v.seed, ":budget_trials": v.budget_trials,
             ":budget_seconds": run.budget_seconds, ":float_ops": v.float_ops,
             ":bytes": v.bytes, ":started_at": run.started_at, ":ended_at": ended_at,
-            ":stop_reason": stop_reason, ":backend": k.backend,
+            ":stop_reason": stop_reason, ":backend": k.backend, ":params": k.params,
         },
     )
 }

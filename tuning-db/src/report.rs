@@ -1,4 +1,4 @@
-//! The report: one entry per (kernel hash, shape, target, backend) with the default and
+//! The report: one entry per (kernel hash, shape, params, target, backend) with the default and
 //! best times, speedup, failures by kind and the series of measured times.
 
 use std::collections::BTreeMap;
@@ -12,8 +12,8 @@ use crate::model::{Measurement, ReportEntry, Target, TrialTime, TuningKey, Unsta
 use crate::query::{best_where, get_opt_u64, get_u64, key_params, KEY_WHERE};
 
 impl Db {
-    /// One entry per (kernel hash, shape, target, backend), sorted by kernel name, shape,
-    /// target, backend, all read from one snapshot ([`Db::snapshot`]): rows another
+    /// One entry per (kernel hash, shape, params, target, backend), sorted by kernel name,
+    /// shape, params, target, backend, all read from one snapshot ([`Db::snapshot`]): rows another
     /// connection commits meanwhile are in none of them. Damaged rows are left out and
     /// listed ([`ReportEntry::damaged`]).
     ///
@@ -56,7 +56,7 @@ impl Db {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT DISTINCT kernel_hash, shape, cpu_model, features, threads, backend
+                "SELECT DISTINCT kernel_hash, shape, cpu_model, features, threads, backend, params
                  FROM runs
                  WHERE :f IS NULL OR kernel_name = :f OR substr(kernel_hash, 1, length(:f)) = :f",
             )
@@ -67,6 +67,7 @@ impl Db {
                     kernel_hash: r.get(0)?,
                     kernel_name: String::new(),
                     shape: r.get(1)?,
+                    params: r.get(6)?,
                     target: Target {
                         cpu_model: r.get(2)?,
                         features: r.get(3)?,
@@ -81,11 +82,12 @@ impl Db {
     }
 }
 
-/// Report order: kernel name, shape, target, backend, then hash.
-fn sort_key(key: &TuningKey) -> (&str, &str, &Target, &str, &str) {
+/// Report order: kernel name, shape, params, target, backend, then hash.
+fn sort_key(key: &TuningKey) -> (&str, &str, &str, &Target, &str, &str) {
     (
         &key.kernel_name,
         &key.shape,
+        &key.params,
         &key.target,
         &key.backend,
         &key.kernel_hash,
@@ -237,6 +239,7 @@ mod tests {
             kernel_hash: "h".into(),
             kernel_name: "k".into(),
             shape: "N=8".into(),
+            params: String::new(),
             target: Target {
                 cpu_model: "cpu".into(),
                 features: String::new(),

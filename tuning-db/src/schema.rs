@@ -108,6 +108,17 @@ UPDATE measurements SET checksum = (
     FROM measurements m JOIN runs r ON m.run_id = r.id WHERE m.id = measurements.id);
 "#;
 
+/// Version 5: runs name the values of the kernel's scalar parameters they were tuned with
+/// ([`crate::canonical_params`]), and they are part of the key (a schedule fast at one value
+/// may be slow at another). Older runs recorded none: their kernels had no parameters, or
+/// the tuner drew values it did not keep, so their values are unknown and `''` (no
+/// parameters) is the only key they can claim. No column the checksums cover changes.
+const V5: &str = r#"
+ALTER TABLE runs ADD COLUMN params TEXT NOT NULL DEFAULT '';
+DROP INDEX runs_by_key;
+CREATE INDEX runs_by_key ON runs (kernel_hash, shape, params, cpu_model, features, threads, backend);
+"#;
+
 /// The schema's history, oldest first; versions are 1, 2, 3, … in order. A step is never
 /// edited once released: files in the field were made by it.
 pub const MIGRATIONS: &[Migration] = &[
@@ -127,6 +138,10 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 4,
         sql: V4,
     },
+    Migration {
+        version: 5,
+        sql: V5,
+    },
 ];
 
 /// The schema version this build writes: the last migration's.
@@ -137,20 +152,26 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;
 /// SQLite finds before the file's own tables (the `temp` schema is searched first), so the
 /// readers' queries run unchanged. `None` when no such views are known for `from`.
 pub(crate) fn reader_views(from: i64) -> Option<String> {
-    match from {
-        // Version 2 added `runs.backend`; every version-1 run was Cranelift's.
-        1 => Some(format!(
-            "CREATE TEMP VIEW runs AS SELECT *, 'cranelift' AS backend FROM main.runs; \
-             {RENUMBERED_VIEW} {}",
-            checksummed_view("temp.renumbered")
-        )),
-        2 => Some(format!(
-            "{RENUMBERED_VIEW} {}",
-            checksummed_view("temp.renumbered")
-        )),
-        3 => Some(checksummed_view("main.measurements")),
-        _ => None,
-    }
+    let measurements = match from {
+        1 | 2 => format!("{RENUMBERED_VIEW} {}", checksummed_view("temp.renumbered")),
+        3 => checksummed_view("main.measurements"),
+        4 => String::new(),
+        _ => return None,
+    };
+    Some(format!("{} {measurements}", runs_view(from)))
+}
+
+/// The runs of a file older than version 5 as the view `runs`, with the columns added since
+/// `from` holding what their migrations give old rows (in the order they add them).
+fn runs_view(from: i64) -> String {
+    // Version 2 added `backend`: every version-1 run was Cranelift's.
+    let backend = if from < 2 {
+        ", 'cranelift' AS backend"
+    } else {
+        ""
+    };
+    // Version 5 added `params`: no older run recorded any.
+    format!("CREATE TEMP VIEW runs AS SELECT *{backend}, '' AS params FROM main.runs;")
 }
 
 /// Version 3's renumbering of re-measurements, as a view (`renumbered`) of an older file.
@@ -269,7 +290,7 @@ mod tests {
 
     /// A trivial version after the last, to exercise the mechanism.
     const TEST_NEXT: Migration = Migration {
-        version: 5,
+        version: SCHEMA_VERSION + 1,
         sql: "ALTER TABLE runs ADD COLUMN note TEXT; \
               CREATE TABLE tags (run_id INTEGER REFERENCES runs (id), tag TEXT);",
     };
@@ -299,21 +320,16 @@ mod tests {
              VALUES ('u', 'h', 'k', 'src', 'M=1', 'cpu', '', 1, '0.1.0', 'random', 7, 8, 't')",
         )
         .unwrap();
-        let steps = [
-            MIGRATIONS[0],
-            MIGRATIONS[1],
-            MIGRATIONS[2],
-            MIGRATIONS[3],
-            TEST_NEXT,
-        ];
-        assert_eq!(migrate(&conn, 4, &steps).unwrap(), 5);
-        assert_eq!(classify(&conn).unwrap(), FileKind::Strata(5));
+        let steps: Vec<Migration> = MIGRATIONS.iter().copied().chain([TEST_NEXT]).collect();
+        let next = SCHEMA_VERSION + 1;
+        assert_eq!(migrate(&conn, SCHEMA_VERSION, &steps).unwrap(), next);
+        assert_eq!(classify(&conn).unwrap(), FileKind::Strata(next));
         let note: Option<String> = conn
             .query_row("SELECT note FROM runs WHERE uid = 'u'", [], |r| r.get(0))
             .unwrap();
         assert_eq!(note, None);
-        // Already at 5: nothing to do.
-        assert_eq!(migrate(&conn, 5, &steps).unwrap(), 5);
+        // Already at the next version: nothing to do.
+        assert_eq!(migrate(&conn, next, &steps).unwrap(), next);
     }
 
     /// Version 2 gives every run of a version-1 file the backend `cranelift`.
@@ -419,7 +435,7 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         v2_with_old_remeasurements(&conn);
         migrate(&conn, 2, &MIGRATIONS[..3]).unwrap();
-        assert_eq!(migrate(&conn, 3, MIGRATIONS).unwrap(), 4);
+        assert_eq!(migrate(&conn, 3, &MIGRATIONS[..4]).unwrap(), 4);
         let verified = |c: &Connection| -> i64 {
             let sql = format!(
                 "SELECT count(*) FROM measurements m JOIN runs r ON m.run_id = r.id
@@ -432,6 +448,119 @@ mod tests {
         conn.execute("UPDATE measurements SET median_s = 0.1 WHERE trial = 3", [])
             .unwrap();
         assert_eq!(verified(&conn), 7);
+    }
+
+    /// The version-2 file of [`v2_with_old_remeasurements`] taken to version 4 by the real
+    /// steps: what strata wrote before version 5, every row checksummed.
+    fn version_4(conn: &Connection) {
+        v2_with_old_remeasurements(conn);
+        assert_eq!(migrate(conn, 2, &MIGRATIONS[..4]).unwrap(), 4);
+    }
+
+    /// How many rows `sql` counts.
+    fn count(conn: &Connection, sql: &str) -> i64 {
+        conn.query_row(sql, [], |r| r.get(0)).unwrap()
+    }
+
+    /// Version 5 gives every older run no parameters, keeps every row, and leaves every
+    /// checksum verifying (they cover no column of the runs but the uid).
+    #[test]
+    fn version_5_gives_older_runs_no_params() {
+        let conn = Connection::open_in_memory().unwrap();
+        version_4(&conn);
+        let measurements = count(&conn, "SELECT count(*) FROM measurements");
+        assert_eq!(migrate(&conn, 4, &MIGRATIONS[..5]).unwrap(), 5);
+        let params: String = conn
+            .query_row("SELECT params FROM runs WHERE uid = 'u'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(params, "");
+        assert_eq!(count(&conn, "SELECT count(*) FROM runs"), 1);
+        assert_eq!(
+            count(&conn, "SELECT count(*) FROM measurements"),
+            measurements
+        );
+        let verified = format!(
+            "SELECT count(*) FROM measurements m JOIN runs r ON m.run_id = r.id WHERE {}",
+            crate::checksum::VERIFIED_WHERE
+        );
+        assert_eq!(
+            count(&conn, &verified),
+            measurements,
+            "a row became damaged"
+        );
+        let indexed = "SELECT count(*) FROM pragma_index_info('runs_by_key') WHERE name = 'params'";
+        assert_eq!(count(&conn, indexed), 1, "the key's index lacks params");
+    }
+
+    /// The column names of `SELECT * FROM table` as `conn` resolves `table` (temporary
+    /// views first).
+    fn columns(conn: &Connection, table: &str) -> Vec<String> {
+        let stmt = conn.prepare(&format!("SELECT * FROM {table}")).unwrap();
+        stmt.column_names().map(str::to_string).collect()
+    }
+
+    /// A reader of a file of any older version sees every column of the current schema, in
+    /// its order, and the values the migrations would give its runs.
+    #[test]
+    fn every_older_version_reads_as_the_current_schema() {
+        let current = Connection::open_in_memory().unwrap();
+        migrate(&current, 0, MIGRATIONS).unwrap();
+        for from in 1..SCHEMA_VERSION {
+            let conn = Connection::open_in_memory().unwrap();
+            migrate(&conn, 0, &MIGRATIONS[..from as usize]).unwrap();
+            conn.execute_batch(
+                "INSERT INTO runs (uid, kernel_hash, kernel_name, kernel_source, shape,
+                     cpu_model, features, threads, strata_version, strategy, seed, bytes,
+                     started_at)
+                 VALUES ('u', 'h', 'k', 'src', 'M=1', 'cpu', '', 1, '0.1.0', 'random', 7, 8, 't')",
+            )
+            .unwrap();
+            conn.execute_batch(&reader_views(from).unwrap()).unwrap();
+            for table in ["runs", "measurements"] {
+                assert_eq!(
+                    columns(&conn, table),
+                    columns(&current, table),
+                    "{table} read from version {from}"
+                );
+            }
+            let (backend, params): (String, String) = conn
+                .query_row("SELECT backend, params FROM runs", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .unwrap();
+            assert_eq!((backend.as_str(), params.as_str()), ("cranelift", ""));
+        }
+    }
+
+    /// A read-only [`crate::Db`] on a version-4 file: its runs have no parameters, their
+    /// winner is found under none and missed under others, and the file is not written.
+    #[test]
+    fn a_reader_of_a_version_4_file_sees_runs_without_params() {
+        let path = std::env::temp_dir().join(format!("strata-schema-v4-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        version_4(&Connection::open(&path).unwrap());
+        let before = std::fs::read(&path).unwrap();
+        let db = crate::Db::open_read_only(&path).unwrap();
+        let (_, run) = db.runs().unwrap().remove(0);
+        let key = run.start.key;
+        let winner = db.winner(&key).map(|w| w.measurement.schedule_hash);
+        let other = crate::TuningKey {
+            params: "a=1".into(),
+            ..key.clone()
+        };
+        let miss = db.winner(&other).unwrap_err();
+        let report = db.report(None).unwrap();
+        drop(db);
+        let after = std::fs::read(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(key.params, "");
+        assert_eq!(winner.unwrap(), "h2");
+        assert!(
+            matches!(&miss, crate::Miss::Params { tuned_params, .. } if tuned_params == &[""]),
+            "{miss:?}"
+        );
+        assert_eq!(report[0].key.params, "");
+        assert!(before == after, "a reader wrote");
     }
 
     #[test]

@@ -25,6 +25,7 @@ fn v1_key(backend: &str) -> TuningKey {
         kernel_hash: "9b1f0c0de5ca1ab1e0000000000000000000000000000000000000000000000f".into(),
         kernel_name: "scale".into(),
         shape: canonical_shape([("N", 1024)]),
+        params: String::new(),
         target: Target {
             cpu_model: "Test CPU 9000".into(),
             features: "avx2,fma".into(),

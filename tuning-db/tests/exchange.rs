@@ -63,7 +63,7 @@ fn export_then_import_into_an_empty_database_gives_the_same_report() {
     let (text, n) = export(&source);
     assert_eq!(n, 3 + 10);
     assert_eq!(text.lines().count(), 1 + 13);
-    assert!(text.starts_with(r#"{"record":"header","format":"strata-tuning-db","version":2}"#));
+    assert!(text.starts_with(r#"{"record":"header","format":"strata-tuning-db","version":3}"#));
 
     let target = Db::open(b.path()).unwrap();
     assert_eq!(target.import(&mut text.as_bytes()).unwrap(), 13);

@@ -81,7 +81,7 @@ fn expected() -> Vec<(u64, String)> {
 fn a_writer_renumbers_a_version_2_file_keeping_every_row() {
     let (tmp, k) = version_2_file("v2-migrate");
     let db = Db::open(tmp.path()).unwrap();
-    assert_eq!(SCHEMA_VERSION, 4);
+    assert_eq!(SCHEMA_VERSION, 5);
     assert_eq!(db.measurements(1).unwrap().len(), 6, "no row lost");
     assert_eq!(remeasured(&db), expected());
     let winner = db.winner(&k).unwrap().measurement;

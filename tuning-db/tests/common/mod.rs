@@ -54,13 +54,14 @@ pub fn target(threads: u32) -> Target {
     }
 }
 
-/// The key of kernel `name`/`hash` at square size `n` on a 4-thread target, compiled by
-/// Cranelift.
+/// The key of kernel `name`/`hash` at square size `n` without scalar parameters on a
+/// 4-thread target, compiled by Cranelift.
 pub fn key(name: &str, hash: &str, n: u64) -> TuningKey {
     TuningKey {
         kernel_hash: hash.into(),
         kernel_name: name.into(),
         shape: strata_tuning_db::canonical_shape([("M", n), ("N", n), ("K", n)]),
+        params: String::new(),
         target: target(4),
         backend: "cranelift".into(),
     }
