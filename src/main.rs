@@ -165,9 +165,15 @@ enum Command {
         /// Which kernel of the file (needed when it holds several).
         #[arg(long)]
         kernel: Option<String>,
-        /// Every size, e.g. `M=256,N=256,K=256`.
+        /// Every size no `--input` file gives, e.g. `M=256,N=256,K=256`.
         #[arg(long)]
-        shape: String,
+        shape: Option<String>,
+        /// An input from a file, `NAME=FILE` (repeat for several), as `run --input` takes it:
+        /// every candidate and the reference run on it (representative data, where random
+        /// inputs make the answer's check ill-conditioned). Inputs not given are seeded
+        /// random. The data is not part of the database key.
+        #[arg(long, value_name = "NAME=FILE")]
+        input: Vec<String>,
         /// A scalar parameter's value, `NAME=VALUE` (repeat for several); others are seeded
         /// random. Every parameter's value is part of the database key.
         #[arg(long, value_name = "NAME=VALUE")]
@@ -192,6 +198,10 @@ enum Command {
         /// Threads for parallel loops (default: every core).
         #[arg(long)]
         threads: Option<usize>,
+        /// Floats agree with the reference within this, relative to the larger of 1 and the
+        /// expected value (recorded with every measurement).
+        #[arg(long, default_value_t = strata::tuner::tune::FLOAT_TOLERANCE, value_parser = tolerance)]
+        tolerance: f64,
         /// Time each candidate for at least this many seconds.
         #[arg(long, default_value_t = strata::tuner::tune::DEFAULT_MIN_TIME.as_secs_f64(), value_parser = seconds)]
         min_time: f64,
@@ -441,7 +451,9 @@ fn run_command_line() -> ExitCode {
             file,
             kernel,
             shape,
+            input,
             param,
+            tolerance,
             trials,
             time,
             strategy,
@@ -461,11 +473,25 @@ fn run_command_line() -> ExitCode {
                 threads: threads.unwrap_or_else(default_threads),
                 min_time,
                 timeout,
+                tolerance,
                 backend,
                 json,
             };
             let db = db.unwrap_or_else(strata::tuner::tune::default_db_path);
-            tune_command(&file, kernel.as_deref(), &shape, &param, &settings, &db)
+            let data = run::RunData {
+                inputs: input,
+                params: param,
+                db: Some(db.clone()),
+                ..Default::default()
+            };
+            tune_command(
+                &file,
+                kernel.as_deref(),
+                shape.as_deref(),
+                &data,
+                &settings,
+                &db,
+            )
         }),
         Command::Report {
             kernel,
@@ -604,8 +630,8 @@ fn print_error(message: &str) {
 fn tune_command(
     file: &Path,
     kernel: Option<&str>,
-    shape: &str,
-    params: &[String],
+    shape: Option<&str>,
+    data: &run::RunData,
     settings: &tuning::TuneSettings,
     db: &Path,
 ) -> Result<(), String> {
@@ -614,11 +640,24 @@ fn tune_command(
     let kernels =
         strata::parse_kernels(&source, &file.display().to_string()).map_err(|d| d.to_string())?;
     let chosen = pick_kernel(&kernels, kernel, file)?;
-    let sizes = run::complete_shape(chosen, &parse_shape(shape)?)?;
-    let params = (params.iter())
+    let shape = match shape {
+        Some(shape) => parse_shape(shape)?,
+        None => Sizes::new(),
+    };
+    // The files are read (and the sizes inferred from them) as `run` reads them; the tuner
+    // draws the other inputs itself, from the same seed.
+    let (sizes, mut args, _) = run::prepare(chosen, &shape, data, settings.seed)?;
+    let given = |text: &String| {
+        text.split_once('=')
+            .map(|(name, _)| name.trim().to_string())
+    };
+    let inputs = (data.inputs.iter().filter_map(given))
+        .filter_map(|name| Some((name.clone(), args.buffers.remove(&name)?)))
+        .collect();
+    let params = (data.params.iter())
         .map(|text| run::parse_param(chosen, text))
         .collect::<Result<Vec<_>, _>>()?;
-    tuning::tune(db, chosen, &source, &sizes, &params, settings)
+    tuning::tune(db, chosen, &source, &sizes, (params, inputs), settings)
 }
 
 /// `run`'s and `compare`'s settings from their shared flags (profiling off).
@@ -857,6 +896,14 @@ fn seconds(text: &str) -> Result<f64, String> {
         Err(format!(
             "`{text}` is out of range: give a number of seconds from 0 to {MAX_SECONDS}"
         ))
+    }
+}
+
+/// A relative float tolerance: a number from 0 to 1.
+fn tolerance(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(value) if (0.0..=1.0).contains(&value) => Ok(value),
+        _ => Err(format!("`{text}` is not a relative tolerance from 0 to 1")),
     }
 }
 

@@ -28,6 +28,8 @@ pub struct TuneSettings {
     pub min_time: f64,
     /// Seconds a candidate may take before its worker is killed.
     pub timeout: f64,
+    /// The relative float tolerance of the answers' check.
+    pub tolerance: f64,
     /// The code generator of every candidate (one this build has).
     pub backend: strata::Backend,
     /// Print the final summary as one JSON object instead of text and the report.
@@ -39,7 +41,7 @@ pub fn tune(
     kernel: &Pipeline,
     source: &str,
     sizes: &Sizes,
-    params: &[(String, Value)],
+    (params, inputs): (Vec<(String, Value)>, Vec<(String, strata::Buffer)>),
     settings: &TuneSettings,
 ) -> Result<(), String> {
     let timeout = Duration::try_from_secs_f64(settings.timeout)
@@ -65,7 +67,9 @@ pub fn tune(
         strategy: settings.strategy,
         seed: settings.seed,
         threads: settings.threads,
-        params: params.to_vec(),
+        params,
+        inputs,
+        tolerance: settings.tolerance,
         min_time: Duration::from_secs_f64(settings.min_time),
         timeout,
         worker: WorkerCommand::current_exe().map_err(|e| format!("error: {e}"))?,

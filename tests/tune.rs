@@ -1013,6 +1013,90 @@ fn scalar_parameters_are_part_of_the_tuning_key() {
     );
 }
 
+/// `tune --input` runs the reference and every candidate on the data given. The reference: a
+/// gather whose seeded random index reads far outside its table (the reference evaluator
+/// refuses it) gets past the reference with an index file inside the table (its candidates
+/// cannot bound the data-dependent index and fail to compile, which is recorded). The
+/// candidates: `brighten` of a constant image, whose answer a worker computing on the random
+/// image would not give, checks on every candidate. `--tolerance` is recorded with each
+/// measurement.
+#[test]
+fn tune_input_files_replace_the_random_inputs() {
+    let db = TempDb::new("inputs");
+    let gather = db.sibling("gather.strata");
+    std::fs::write(
+        &gather,
+        "kernel gather(table: f32[N], idx: i32[M]) -> out: f32[M] { out(i) = table(idx(i)); }",
+    )
+    .unwrap();
+    let idx = db.sibling("idx.npy");
+    let indices: Vec<i32> = (0..37).map(|i| (i * 5) % 8).collect();
+    let buffer = strata::Buffer::from_vec(&[37], indices).unwrap();
+    strata::io::write(&idx, &buffer, "idx").unwrap();
+    let tune = |kernel: &Path, extra: &[&str]| {
+        let mut cmd = strata();
+        cmd.arg("tune")
+            .arg(kernel)
+            .args([
+                "--min-time",
+                "0.005",
+                "--threads",
+                "1",
+                "--trials",
+                "3",
+                "--db",
+            ])
+            .arg(db.path())
+            .args(extra);
+        cmd
+    };
+    fail(
+        &mut tune(&gather, &["--shape", "N=8,M=37"]),
+        "the reference evaluator failed: input `table` read at",
+    );
+    let given = format!("idx={}", idx.display());
+    succeed(&mut tune(&gather, &["--shape", "N=8", "--input", &given]));
+    fail(
+        &mut tune(&gather, &["--shape", "N=8,M=36", "--input", &given]),
+        "size `M` is 36 from --shape M=36 but 37 from input `idx`",
+    );
+
+    let image = db.sibling("image.npy");
+    let constant = strata::Buffer::from_vec(&[9, 13], vec![200u8; 9 * 13]).unwrap();
+    strata::io::write(&image, &constant, "image").unwrap();
+    let image_arg = format!("image={}", image.display());
+    let brighten_file = PathBuf::from(kernel_file("brighten"));
+    let args = [
+        "--input", &image_arg, "--param", "gain=1.1", "--param", "offset=0",
+    ];
+    succeed(&mut tune(
+        &brighten_file,
+        &[&args[..], &["--tolerance", "0.001"]].concat(),
+    ));
+    let brighten = runs(db.path())
+        .into_iter()
+        .find(|(r, _)| r.start.key.kernel_name == "brighten");
+    let (_, ms) = brighten.expect("a brighten run");
+    assert!(ms.len() >= 4, "{ms:?}");
+    assert!(
+        ms.iter().all(|m| m.status == strata::tuning_db::Status::Ok),
+        "{ms:?}"
+    );
+    assert!(
+        ms.iter()
+            .all(|m| m.settings.contains(r#""tolerance":0.001"#)),
+        "{ms:?}"
+    );
+    let refused = tune(&brighten_file, &[&args[..], &["--tolerance", "2"]].concat())
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(text(&refused.stderr).contains("`2` is not a relative tolerance from 0 to 1"));
+    for path in [gather, idx, image] {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
 #[test]
 fn html_report_has_plots_tables_the_winner_and_its_loop_nest() {
     let db = TempDb::new("html");

@@ -273,13 +273,7 @@ impl Space {
                 if self.schedule(&g).is_none() {
                     continue;
                 }
-                for (s, shape) in self.stages.iter().enumerate() {
-                    let genes = template.genes(shape, &self.widths);
-                    let before = std::mem::replace(&mut g.stages[s], genes);
-                    if self.schedule(&g).is_none() {
-                        g.stages[s] = before;
-                    }
-                }
+                self.apply_template(&mut g, template);
                 if let Some(schedule) = self.schedule(&g) {
                     if hashes.insert(schedule_hash(&schedule)) {
                         out.push(g);
@@ -288,6 +282,26 @@ impl Space {
             }
         }
         out
+    }
+
+    /// `g` with `template` applied to every stage it leaves legal: to all at once where that
+    /// is legal (one validation, not one per stage: a pipeline of 84 functions has about as
+    /// many stages), else stage by stage, each kept if the schedule stays legal.
+    fn apply_template(&self, g: &mut Genome, template: Template) {
+        let templated: Vec<StageGenes> = (self.stages.iter())
+            .map(|shape| template.genes(shape, &self.widths))
+            .collect();
+        let before = std::mem::replace(&mut g.stages, templated.clone());
+        if self.schedule(g).is_some() {
+            return;
+        }
+        g.stages = before;
+        for (s, genes) in templated.into_iter().enumerate() {
+            let before = std::mem::replace(&mut g.stages[s], genes);
+            if self.schedule(g).is_none() {
+                g.stages[s] = before;
+            }
+        }
     }
 
     /// A random point of the space: every decision drawn at random.
@@ -378,8 +392,13 @@ impl Space {
                     }
                 }
             }
-            validate(&self.lifted, &schedule).ok()?;
         }
+        // Once, for the whole schedule: validating after each function (about as many
+        // validations as functions, each of the whole pipeline) made a schedule of the
+        // 84-function local Laplacian take seconds to build. A placement and the loops it
+        // names come from the consumer's directives, which precede it, legal or not; an
+        // illegal schedule is refused here all the same.
+        validate(&self.lifted, &schedule).ok()?;
         schedule.lines.retain(|l| !l.directives.is_empty());
         Some(schedule)
     }

@@ -14,7 +14,7 @@
 
 use crate::space::{schedule_hash, Genome, Space};
 use crate::strategy::{Candidate, Searcher, StrategyKind};
-use crate::worker::{run_inputs, Outcome, Request, Setup, Worker, WorkerCommand};
+use crate::worker::{run_inputs, InputData, Outcome, Request, Setup, Worker, WorkerCommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -35,6 +35,13 @@ use strata_tuning_db::{
 pub const FLOAT_TOLERANCE: f64 = 1e-4;
 /// How many of the best schedules are re-measured in a fresh worker at the end.
 const REMEASURE: usize = 3;
+
+/// A candidate may take this many times the best time so far before it is given up on
+/// (within `--timeout`, and never less than [`SLOW_FLOOR`]).
+pub const SLOW_FACTOR: f64 = 100.0;
+/// The least time a candidate is given once something was timed (compiling an app-sized
+/// pipeline takes seconds).
+pub const SLOW_FLOOR: Duration = Duration::from_secs(10);
 
 /// The trial budget when neither trials nor time is given (the library's and `strata tune`'s).
 pub const DEFAULT_TRIALS: u64 = 100;
@@ -63,6 +70,18 @@ pub struct TuneOptions {
     /// parameter's value, given or drawn, is part of the database key: a schedule's speed
     /// can depend on it (the local Laplacian's work grows with its `intensity_levels`).
     pub params: Vec<(String, Value)>,
+    /// Buffer inputs given as data (`--input`), replacing the seeded random ones of the same
+    /// names: tuning on representative data where the answer's check needs it (a kernel
+    /// dividing by an interpolated alpha is ill-conditioned on random inputs near zero). Each
+    /// must have the type and shape the kernel takes at the run's sizes. Not part of the
+    /// database key: a schedule's speed is taken not to depend on the data.
+    pub inputs: Vec<(String, Buffer)>,
+    /// Floats agree with the reference within this, relative to the larger of 1 and the
+    /// expected value (default [`FLOAT_TOLERANCE`]); recorded with every measurement. A deep
+    /// float pipeline can need more: the local Laplacian's level lookup `i32(gray * 7)` takes
+    /// the other pair of levels where a fused multiply-add moves `gray` by one ulp, and its
+    /// 8 levels of upsampling carry that to 1.1e-4.
+    pub tolerance: f64,
     /// Time each candidate's repetitions for at least this long.
     pub min_time: Duration,
     /// Give up on a candidate (and its worker) after this long.
@@ -93,6 +112,8 @@ impl Default for TuneOptions {
             seed: 1,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             params: Vec::new(),
+            inputs: Vec::new(),
+            tolerance: FLOAT_TOLERANCE,
             min_time: DEFAULT_MIN_TIME,
             timeout: DEFAULT_TIMEOUT,
             worker: WorkerCommand::default(),
@@ -440,7 +461,7 @@ pub fn tune(
     }
     let started = Instant::now();
     let deadline = options.time.map(|t| started + t);
-    let (setup, scalars, float_ops, bytes, expected_file) =
+    let (setup, scalars, float_ops, bytes, data_files) =
         prepare(pipeline, source, sizes, options, deadline)?;
     let key = tuning_key(pipeline, sizes, &scalars, options.threads, options.backend);
     let run = NewRun {
@@ -477,7 +498,7 @@ pub fn tune(
     let result = session
         .search(pipeline, &key)
         .and_then(|found| session.remeasure_best().map(|()| found));
-    drop(expected_file);
+    drop(data_files);
     let (stop, default_seconds) = result?;
     db.finish_run(run_id, &stop.to_string(), &now_rfc3339())?;
     let winner = db.best(&key)?.map(|(measurement, run_id)| Winner {
@@ -533,9 +554,10 @@ fn prepare(
     sizes: &Sizes,
     options: &TuneOptions,
     deadline: Option<Instant>,
-) -> Result<(Setup, BTreeMap<String, Value>, u64, u64, ExpectedFile), TuneError> {
-    let args =
+) -> Result<(Setup, BTreeMap<String, Value>, u64, u64, Vec<ExpectedFile>), TuneError> {
+    let mut args =
         run_inputs(pipeline, sizes, options.seed, &options.params).map_err(TuneError::Setup)?;
+    let inputs = given_inputs(&mut args, &options.inputs)?;
     let scalars = args.scalars.clone();
     let input_bytes = args
         .buffers
@@ -548,6 +570,7 @@ fn prepare(
         .try_to_bytes()
         .map_err(|e| TuneError::Setup(format!("the expected answer: {e}")))?;
     let file = ExpectedFile::write(&expected_bytes).map_err(TuneError::Setup)?;
+    let (inputs, mut files): (Vec<InputData>, Vec<ExpectedFile>) = inputs.into_iter().unzip();
     let setup = Setup {
         kernel_source: source.to_string(),
         kernel_name: pipeline.name.clone(),
@@ -556,14 +579,53 @@ fn prepare(
         params: (scalars.iter())
             .map(|(name, value)| (name.clone(), value.plain_text()))
             .collect(),
+        inputs,
         threads: options.threads,
         expected_path: file.path.clone(),
         expected_dtype: expected.dtype().name().to_string(),
         expected_shape: expected.shape().to_vec(),
-        tolerance: FLOAT_TOLERANCE,
+        tolerance: options.tolerance,
         min_time_s: options.min_time.as_secs_f64(),
     };
-    Ok((setup, scalars, work.float_ops, bytes as u64, file))
+    files.push(file);
+    Ok((setup, scalars, work.float_ops, bytes as u64, files))
+}
+
+/// The buffers `given` put in `args` in place of the random ones, each written to a file for
+/// the workers; refused where a name is not a buffer input or the type or shape differs.
+fn given_inputs(
+    args: &mut Args,
+    given: &[(String, Buffer)],
+) -> Result<Vec<(InputData, ExpectedFile)>, TuneError> {
+    let mut out = Vec::new();
+    for (name, buffer) in given {
+        let Some(random) = args.buffers.get(name) else {
+            return Err(TuneError::Setup(format!(
+                "the kernel has no buffer input `{name}`"
+            )));
+        };
+        if random.dtype() != buffer.dtype() || random.shape() != buffer.shape() {
+            return Err(TuneError::Setup(format!(
+                "input `{name}` is {}{:?}, but the kernel takes {}{:?} at this shape",
+                buffer.dtype(),
+                buffer.shape(),
+                random.dtype(),
+                random.shape()
+            )));
+        }
+        let bytes = (buffer.try_to_bytes())
+            .map_err(|e| TuneError::Setup(format!("input `{name}`: {e}")))?;
+        let file = ExpectedFile::write(&bytes).map_err(TuneError::Setup)?;
+        let data = InputData {
+            name: name.clone(),
+            path: file.path.clone(),
+            dtype: buffer.dtype().name().to_string(),
+            shape: buffer.shape().to_vec(),
+        };
+        args.buffers.insert(name.clone(), buffer.clone());
+        out.push((data, file));
+    }
+    Ok(out)
 }
 
 /// How often a wait for the reference answer looks at the clock and at Ctrl-C.
@@ -637,8 +699,8 @@ fn reference_spinner(progress: bool) -> ProgressBar {
     spinner
 }
 
-/// The reference answer, in a file for the workers to read (`strata-expected-*.bin` in
-/// the temp directory). The tuner holds a lock on it while it lives and removes it when
+/// The reference answer (or an input given as data), in a file for the workers to read
+/// (`strata-expected-*.bin` in the temp directory). The tuner holds a lock on it while it lives and removes it when
 /// done; a killed tuner cannot, and its lock dies with it, so the next tuner removes every
 /// such file nobody holds.
 struct ExpectedFile {
@@ -815,16 +877,29 @@ impl Session<'_> {
         Ok(seconds)
     }
 
-    /// How long the next measurement may take: the per-candidate timeout, or what is left
-    /// of the time budget when that is less (`true` then).
+    /// How long the next measurement may take: the per-candidate timeout ([`Self::timeout`]),
+    /// or what is left of the time budget when that is less (`true` then).
     fn time_limit(&self) -> (Duration, bool) {
         let left = self
             .deadline
             .map(|d| d.saturating_duration_since(Instant::now()));
+        let timeout = self.timeout();
         match left {
-            Some(left) if left < self.options.timeout => (left, true),
-            _ => (self.options.timeout, false),
+            Some(left) if left < timeout => (left, true),
+            _ => (timeout, false),
         }
+    }
+
+    /// `--timeout`, and once something was timed, at most [`SLOW_FACTOR`] times the best
+    /// time so far (never under [`SLOW_FLOOR`], which leaves room to compile): a candidate
+    /// that slow loses anyway. On a pyramid, the seeds computing every level inside its
+    /// consumer's loop recompute the coarse levels per row, and each ran to the 60 s timeout:
+    /// eight of the local Laplacian's first ten candidates did.
+    fn timeout(&self) -> Duration {
+        let slow = self
+            .best_seconds
+            .map(|b| Duration::from_secs_f64(b * SLOW_FACTOR).max(SLOW_FLOOR));
+        slow.map_or(self.options.timeout, |s| s.min(self.options.timeout))
     }
 
     /// Measures one candidate in the worker (starting one if needed) and records the result;
@@ -961,6 +1036,7 @@ impl Session<'_> {
             "min_time_s": self.options.min_time.as_secs_f64(),
             "threads": self.options.threads,
             "cutoff_s": cutoff,
+            "tolerance": self.options.tolerance,
             "genome": c.genome,
             // Seconds since the run started (the reference answer included): the report's
             // time axis.

@@ -52,6 +52,10 @@ pub struct Setup {
     /// values the reference answer was computed with.
     #[serde(default)]
     pub params: Vec<(String, String)>,
+    /// Buffer inputs given as data (`tune --input`), each in a file the tuner wrote; they
+    /// replace the seeded random inputs of the same names.
+    #[serde(default)]
+    pub inputs: Vec<InputData>,
     /// Threads of parallel loops.
     pub threads: usize,
     /// Where the reference output is: `<path>.bin` (bytes) and its dtype and shape here.
@@ -64,6 +68,29 @@ pub struct Setup {
     pub tolerance: f64,
     /// Time repetitions for at least this long.
     pub min_time_s: f64,
+}
+
+/// A buffer input's elements in a file: raw bytes of `dtype`, of `shape`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct InputData {
+    /// The kernel input's name.
+    pub name: String,
+    /// The file of its bytes.
+    pub path: PathBuf,
+    /// The element type's name (`f32`, ...).
+    pub dtype: String,
+    /// Its shape.
+    pub shape: Vec<usize>,
+}
+
+impl InputData {
+    /// The buffer the file holds.
+    fn read(&self) -> Result<Buffer, String> {
+        let bytes = read_data(&self.path, &format!("input `{}`", self.name))?;
+        let dtype = Dtype::from_name(&self.dtype).ok_or("bad input dtype")?;
+        Buffer::from_bytes(dtype, &self.shape, &bytes)
+            .map_err(|e| format!("input `{}`: {e}", self.name))
+    }
 }
 
 /// One candidate to measure.
@@ -187,8 +214,9 @@ pub fn worker_backend(args: &[String]) -> Result<strata_jit::Backend, String> {
 /// How often a worker checks that its tuner is still there.
 const ORPHAN_POLL: Duration = Duration::from_millis(200);
 
-/// The expected output's bytes, or an error naming their size where the memory is not there.
-fn read_expected(path: &std::path::Path) -> Result<Vec<u8>, String> {
+/// The bytes of a file the tuner wrote (`what` it holds, for errors), or an error naming their
+/// size where the memory is not there.
+fn read_data(path: &std::path::Path, what: &str) -> Result<Vec<u8>, String> {
     let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
     let mut file = std::fs::File::open(path).map_err(cannot)?;
     let len = file.metadata().map_err(cannot)?.len();
@@ -196,7 +224,7 @@ fn read_expected(path: &std::path::Path) -> Result<Vec<u8>, String> {
     usize::try_from(len)
         .ok()
         .and_then(|n| bytes.try_reserve_exact(n).ok())
-        .ok_or_else(|| format!("could not allocate {len} bytes for the expected output"))?;
+        .ok_or_else(|| format!("could not allocate {len} bytes for {what}"))?;
     std::io::Read::read_to_end(&mut file, &mut bytes).map_err(cannot)?;
     Ok(bytes)
 }
@@ -282,8 +310,11 @@ impl WorkerState {
             .find(|k| k.name == setup.kernel_name)
             .ok_or("kernel not found")?;
         let params = parse_params(&pipeline, &setup.params)?;
-        let args = run_inputs(&pipeline, &setup.sizes, setup.seed, &params)?;
-        let bytes = read_expected(&setup.expected_path)?;
+        let mut args = run_inputs(&pipeline, &setup.sizes, setup.seed, &params)?;
+        for input in &setup.inputs {
+            args.buffers.insert(input.name.clone(), input.read()?);
+        }
+        let bytes = read_data(&setup.expected_path, "the expected output")?;
         let dtype = Dtype::from_name(&setup.expected_dtype).ok_or("bad expected dtype")?;
         let expected = Buffer::from_bytes(dtype, &setup.expected_shape, &bytes)
             .map_err(|e| format!("the expected output: {e}"))?;
