@@ -17,7 +17,7 @@
 use rand::seq::IndexedRandom;
 use rand::Rng;
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use strata_dsl::ir::{Expr, InputKind, Pipeline, Update, UpdateOp};
 use strata_dsl::{BinOp, Dtype};
 use strata_jit::Backend;
@@ -128,6 +128,10 @@ pub struct Pack {
     /// `pure`, each group in the operand's order.
     pub storage: Vec<String>,
 }
+
+/// The most levels of `compute_at` a seed nests below a function at root (see
+/// `Space::cap_seed_nesting`).
+const SEED_NESTING: usize = 3;
 
 /// The space of one pipeline, for one backend.
 pub struct Space {
@@ -270,6 +274,7 @@ impl Space {
                 for (slot, (_, has_updates, _)) in g.places.iter_mut().zip(&self.funcs) {
                     *slot = if *has_updates { reducing } else { pure };
                 }
+                self.cap_seed_nesting(&mut g);
                 if self.schedule(&g).is_none() {
                     continue;
                 }
@@ -282,6 +287,36 @@ impl Space {
             }
         }
         out
+    }
+
+    /// `g` with every function more than [`SEED_NESTING`] levels of `compute_at` below a
+    /// function computed at root (or the output) computed at root instead. Down a pyramid,
+    /// each level computed inside its consumer's loop recomputes the levels below it for
+    /// every iteration: the local Laplacian's all-`compute_at` seeds each ran into the
+    /// timeout. Up to three levels (a stencil inside its consumer's rows, producers of that)
+    /// are left as they are: the seeds of the small kernels do not change (with two,
+    /// softmax's or matmul's did).
+    fn cap_seed_nesting(&self, g: &mut Genome) {
+        let pipeline = &self.lifted.pipeline;
+        let mut depth: HashMap<&str, usize> = HashMap::new();
+        for (i, (name, _, is_output)) in self.funcs.iter().enumerate() {
+            let nested = !*is_output && matches!(g.places[i], Place::At(_));
+            let below = (pipeline.funcs.iter())
+                .filter(|c| c.callees().contains(name))
+                .filter_map(|c| depth.get(c.name.as_str()))
+                .max()
+                .copied()
+                .unwrap_or(0);
+            let d = match nested {
+                true if below + 1 > SEED_NESTING => {
+                    g.places[i] = Place::Root;
+                    0
+                }
+                true => below + 1,
+                false => 0,
+            };
+            depth.insert(name, d);
+        }
     }
 
     /// `g` with `template` applied to every stage it leaves legal: to all at once where that
