@@ -22,6 +22,7 @@ use strata_dsl::ir::{Expr, InputKind, Pipeline, Update, UpdateOp};
 use strata_dsl::{BinOp, Dtype};
 use strata_jit::Backend;
 use strata_scheduler::lower::lift_reductions::{lift_reductions, Lifted};
+use strata_scheduler::lower::limits::check_limits;
 use strata_scheduler::schedule::validate::{effective_consumers, validate, FuncPlan, Placement};
 use strata_scheduler::schedule::{rfactor, Directive, LoopLevel, Schedule, StageRef};
 
@@ -433,7 +434,11 @@ impl Space {
         // 84-function local Laplacian take seconds to build. A placement and the loops it
         // names come from the consumer's directives, which precede it, legal or not; an
         // illegal schedule is refused here all the same.
-        validate(&self.lifted, &schedule).ok()?;
+        let plan = validate(&self.lifted, &schedule).ok()?;
+        // A schedule lowering would refuse as too large (pyramid levels inlined into one
+        // another: millions of nodes) is not a point of the space: measured, it was a trial
+        // spent on a compile error, two of every three on the 10-level interpolation.
+        check_limits(&plan).ok()?;
         schedule.lines.retain(|l| !l.directives.is_empty());
         Some(schedule)
     }
