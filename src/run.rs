@@ -174,23 +174,9 @@ fn buffer_param<'s>(
 /// not parse or does not fit.
 pub fn parse_param(pipeline: &Pipeline, text: &str) -> Result<(String, Value), String> {
     let (name, value) = split_assignment(text, "--param", "NAME=VALUE (e.g. --param alpha=0.5)")?;
-    let Some(input) =
-        (pipeline.inputs.iter()).find(|i| i.name == name && matches!(i.kind, InputKind::Scalar))
-    else {
-        let names: Vec<&str> = (pipeline.inputs.iter())
-            .filter(|i| matches!(i.kind, InputKind::Scalar))
-            .map(|i| i.name.as_str())
-            .collect();
-        return Err(format!(
-            "error: kernel `{}` has no scalar parameter `{name}` (its parameters: {})",
-            pipeline.name,
-            if names.is_empty() {
-                "none".to_string()
-            } else {
-                names.join(", ")
-            }
-        ));
-    };
+    let input = pipeline
+        .scalar_param(name)
+        .map_err(|why| format!("error: {why}"))?;
     let parsed = Value::parse_as(input.dtype, value).ok_or_else(|| {
         format!(
             "error: --param {name}={value}: not a value of type {}",

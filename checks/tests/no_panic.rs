@@ -318,7 +318,14 @@ fn export_of(pipeline: &Pipeline, shape: &Sizes, schedule: &Schedule) -> String 
     use strata::tuning_db::{Measurement, NewRun, Status};
     let temp = TempDb::new();
     let run = NewRun {
-        key: strata::tuner::tune::tuning_key(pipeline, shape, 1, strata::Backend::Cranelift),
+        // No parameters' values, as `compile_tuned` looks the winner up.
+        key: strata::tuner::tune::tuning_key(
+            pipeline,
+            shape,
+            &Default::default(),
+            1,
+            strata::Backend::Cranelift,
+        ),
         kernel_source: pipeline.to_string(),
         strata_version: "0".into(),
         strategy: "random".into(),

@@ -511,6 +511,24 @@ impl Pipeline {
         self.funcs.iter().find(|f| f.name == name)
     }
 
+    /// The scalar parameter called `name`, or an error naming the kernel's parameters
+    /// (`kernel `k` has no scalar parameter `x` (its parameters: a, b)`).
+    pub fn scalar_param(&self, name: &str) -> Result<&Input, String> {
+        let scalars = || (self.inputs.iter()).filter(|i| matches!(i.kind, InputKind::Scalar));
+        if let Some(input) = scalars().find(|i| i.name == name) {
+            return Ok(input);
+        }
+        let names: Vec<&str> = scalars().map(|i| i.name.as_str()).collect();
+        let names = match names.is_empty() {
+            true => "none".to_string(),
+            false => names.join(", "),
+        };
+        Err(format!(
+            "kernel `{}` has no scalar parameter `{name}` (its parameters: {names})",
+            self.name
+        ))
+    }
+
     /// The input called `name`, if there is one.
     pub fn input(&self, name: &str) -> Option<&Input> {
         self.inputs.iter().find(|i| i.name == name)

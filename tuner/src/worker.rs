@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 use strata_dsl::random::{agree_within, random_args, Tolerance};
-use strata_dsl::{Args, Buffer, Dtype, InputKind, Pipeline, Sizes, Value};
+use strata_dsl::{Args, Buffer, Dtype, Pipeline, Sizes, Value};
 
 /// The environment variable that turns a program into a worker, with `WORKER_ARG`.
 pub const WORKER_ENV: &str = "STRATA_WORKER";
@@ -255,7 +255,7 @@ pub fn run_inputs(
     // Drawn first for every parameter, so the buffers do not depend on which were given.
     let mut args = random_args(pipeline, sizes, &mut rng)?;
     for (name, value) in params {
-        let declared = scalar_param(pipeline, name)?;
+        let declared = pipeline.scalar_param(name)?.dtype;
         if value.dtype() != declared {
             return Err(format!(
                 "parameter `{name}` of `{}` is {declared}, not {}",
@@ -268,24 +268,6 @@ pub fn run_inputs(
     Ok(args)
 }
 
-/// The type of `pipeline`'s scalar parameter `name`, or the error listing its parameters.
-fn scalar_param(pipeline: &Pipeline, name: &str) -> Result<Dtype, String> {
-    let scalars = || (pipeline.inputs.iter()).filter(|i| matches!(i.kind, InputKind::Scalar));
-    if let Some(input) = scalars().find(|i| i.name == name) {
-        return Ok(input.dtype);
-    }
-    let names: Vec<&str> = scalars().map(|i| i.name.as_str()).collect();
-    Err(format!(
-        "kernel `{}` has no scalar parameter `{name}` (its parameters: {})",
-        pipeline.name,
-        if names.is_empty() {
-            "none".to_string()
-        } else {
-            names.join(", ")
-        }
-    ))
-}
-
 /// [`Setup::params`] read back as values of the parameters' types.
 fn parse_params(
     pipeline: &Pipeline,
@@ -294,7 +276,7 @@ fn parse_params(
     params
         .iter()
         .map(|(name, text)| {
-            let dtype = scalar_param(pipeline, name)?;
+            let dtype = pipeline.scalar_param(name)?.dtype;
             let value = Value::parse_as(dtype, text)
                 .ok_or_else(|| format!("parameter `{name}`: `{text}` is not a {dtype}"))?;
             Ok((name.clone(), value))
