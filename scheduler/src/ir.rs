@@ -395,6 +395,47 @@ impl Expr {
         }
     }
 
+    /// Calls `f` on each direct sub-expression, in `children`'s order, without collecting
+    /// them (the walks below visit every node of large bound expressions).
+    pub fn for_each_child(&self, f: &mut dyn FnMut(&Expr)) {
+        match self {
+            Expr::Const(_) | Expr::Var(..) | Expr::Param(..) => {}
+            Expr::Call { args, .. } | Expr::Intrinsic(_, args) => args.iter().for_each(f),
+            Expr::Load { index: a, .. }
+            | Expr::Unary(_, a)
+            | Expr::Cast(_, a)
+            | Expr::Broadcast { value: a, .. }
+            | Expr::VectorReduce { value: a, .. } => f(a),
+            Expr::Binary(_, a, b)
+            | Expr::Ramp {
+                base: a, stride: b, ..
+            }
+            | Expr::Let {
+                value: a, body: b, ..
+            } => {
+                f(a);
+                f(b)
+            }
+            Expr::Select(c, t, e) => {
+                f(c);
+                f(t);
+                f(e)
+            }
+        }
+    }
+
+    /// Whether this expression calls `func` anywhere.
+    pub fn calls(&self, func: &str) -> bool {
+        if let Expr::Call { func: f, .. } = self {
+            if f == func {
+                return true;
+            }
+        }
+        let mut found = false;
+        self.for_each_child(&mut |c| found = found || c.calls(func));
+        found
+    }
+
     /// Rebuilds this node with each direct sub-expression replaced by `f(child)`.
     pub fn map_children(&self, f: &mut dyn FnMut(&Expr) -> Expr) -> Expr {
         let b = |e: &Expr, f: &mut dyn FnMut(&Expr) -> Expr| Box::new(f(e));
@@ -456,9 +497,7 @@ impl Expr {
     /// Calls `visit` on this expression and every expression inside it, parents first.
     pub fn for_each(&self, visit: &mut dyn FnMut(&Expr)) {
         visit(self);
-        for child in self.children() {
-            child.for_each(visit);
-        }
+        self.for_each_child(&mut |child| child.for_each(visit));
     }
 
     /// Whether evaluating this expression reads a buffer (a load, or a call before flattening):
@@ -478,7 +517,11 @@ impl Expr {
                 value,
                 body,
             } => value.uses_var(name) || (bound != name && body.uses_var(name)),
-            _ => self.children().iter().any(|c| c.uses_var(name)),
+            _ => {
+                let mut found = false;
+                self.for_each_child(&mut |c| found = found || c.uses_var(name));
+                found
+            }
         }
     }
 }

@@ -20,11 +20,13 @@
 //! under it.
 
 use super::bounds::{
-    expr_box, guarded, loop_interval, map_box, over_scope, substitute, union_boxes,
+    expr_box, guarded, loop_interval, map_box, over_loop_scope, over_scope, substitute,
+    union_boxes,
 };
 use super::bounds::{Interval, Scope};
 use crate::ir::{Expr, Stmt};
 use crate::simplify::free_vars;
+use std::collections::HashSet;
 use strata_dsl::BinOp;
 
 /// One access site's box, and the conditions under which it runs: `0 < extent` of the loops
@@ -103,17 +105,15 @@ fn sites(s: &Stmt, func: &str, hoistable: bool, outside_loops: bool) -> Vec<Site
                     runs_if.push(Expr::lt(Expr::int(0), extent.clone()));
                 }
                 out.push(Site {
-                    region: site.region.iter().map(|i| over_scope(i, &scope)).collect(),
+                    region: site.region.iter().map(|i| over_loop_scope(i, var, &scope)).collect(),
                     runs_if,
                     pinned,
                 });
             }
         }
+        Stmt::Let { .. } if outside_loops => out.extend(sites_in_lets(s, func, hoistable)),
         Stmt::Let { name, value, body } => {
-            let sub = |e: &Expr| match outside_loops {
-                true => named(name, value, e),
-                false => substitute(e, name, value),
-            };
+            let sub = |e: &Expr| substitute(e, name, value);
             let inner = sites(body, func, hoistable, outside_loops);
             out.extend(inner.into_iter().map(|site| Site {
                 region: map_box(Some(site.region), &sub).unwrap_or_default(),
@@ -160,6 +160,75 @@ fn sites(s: &Stmt, func: &str, hoistable: bool, outside_loops: bool) -> Vec<Site
         }
     }
     out
+}
+
+/// `sites` of a chain of lets under no loop (a root's region lets, hundreds in an app-sized
+/// pipeline), each end under the lets it reads (`named`, from the innermost out). The lets an
+/// end needs are found by following free variables through the chain once, instead of
+/// walking the growing end at every let (quadratic in the chain's length).
+fn sites_in_lets(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
+    let mut lets: Vec<(&str, &Expr)> = Vec::new();
+    let mut body = s;
+    let mut out = Vec::new();
+    while let Stmt::Let { name, value, body: inner } = body {
+        // A call in a let's value lies under the lets before it.
+        if let Some(region) = expr_box(value, func) {
+            out.push(Site {
+                region: region.iter().map(|i| under_lets(&lets, i)).collect(),
+                runs_if: Vec::new(),
+                pinned: false,
+            });
+        }
+        lets.push((name, value));
+        body = inner;
+    }
+    for site in sites(body, func, hoistable, true) {
+        out.push(Site {
+            region: site.region.iter().map(|i| under_lets(&lets, i)).collect(),
+            runs_if: site.runs_if.iter().map(|e| named_all(&lets, e)).collect(),
+            pinned: site.pinned,
+        });
+    }
+    out
+}
+
+fn under_lets(lets: &[(&str, &Expr)], i: &Interval) -> Interval {
+    Interval {
+        min: i.min.as_ref().map(|e| named_all(lets, e)),
+        max: i.max.as_ref().map(|e| named_all(lets, e)),
+    }
+}
+
+/// `e` under each of `lets` (outermost first) that it reads, directly or through the value of
+/// another: `named` applied from the innermost let out.
+fn named_all(lets: &[(&str, &Expr)], e: &Expr) -> Expr {
+    let mut needed = free_names(e);
+    let mut out = e.clone();
+    for (name, value) in lets.iter().rev() {
+        if needed.remove(*name) {
+            needed.extend(free_names(value));
+            out = Expr::Let {
+                name: name.to_string(),
+                value: Box::new((*value).clone()),
+                body: Box::new(out),
+            };
+        }
+    }
+    out
+}
+
+/// The variables free in `e`.
+fn free_names(e: &Expr) -> HashSet<&str> {
+    match e {
+        Expr::Var(n, _) => HashSet::from([n.as_str()]),
+        Expr::Let { name, value, body } => {
+            let mut free = free_names(body);
+            free.remove(name.as_str());
+            free.extend(free_names(value));
+            free
+        }
+        other => other.children().into_iter().flat_map(free_names).collect(),
+    }
 }
 
 /// The condition under which some access of `func` in `s` runs: the disjunction, over its

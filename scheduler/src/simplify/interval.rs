@@ -7,6 +7,7 @@
 
 use super::rules::ty_of;
 use crate::ir::{Expr, ReduceOp, UnOp};
+use std::rc::Rc;
 use strata_dsl::{BinOp, Dtype, Intrinsic};
 
 /// A closed, non-empty interval `lo..=hi`.
@@ -43,11 +44,31 @@ impl Interval {
 
 /// The interval of each variable in scope, innermost last. `None` records a variable whose
 /// values are unknown, so that it shadows an outer variable of the same name.
+///
+/// The simplifier takes a copy of the scope at every `let` and statement it enters, and an
+/// app-sized pipeline has hundreds of region lets in scope: a copy shares each binding's name
+/// and value (cloning them was a fifth of the time lowering a local Laplacian took), and a
+/// lookup compares a hash of the name before the name (walking hundreds of bindings per
+/// variable was another fifth).
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
-    vars: Vec<(String, Option<Interval>)>,
-    /// The values of let-bound variables, where recorded (same positions as `vars`).
-    values: Vec<Option<Expr>>,
+    bindings: Vec<Binding>,
+}
+
+#[derive(Clone, Debug)]
+struct Binding {
+    hash: u64,
+    name: Rc<str>,
+    interval: Option<Interval>,
+    /// The value of a let-bound variable, where recorded.
+    value: Option<Rc<Expr>>,
+}
+
+fn name_hash(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut h);
+    h.finish()
 }
 
 impl Scope {
@@ -59,25 +80,44 @@ impl Scope {
     /// Binds a variable (a loop's, or a let's whose value is not recorded) to its interval, innermost;
     /// `None` when its values are unknown.
     pub fn push(&mut self, name: &str, interval: Option<Interval>) {
-        self.vars.push((name.to_string(), interval));
-        self.values.push(None);
+        self.bind(name, interval, None);
     }
 
     /// Binds a let: its interval and its value, which rules may substitute (see `let_value`).
     pub fn push_let(&mut self, name: &str, interval: Option<Interval>, value: &Expr) {
-        self.vars.push((name.to_string(), interval));
-        self.values.push(Some(value.clone()));
+        self.bind(name, interval, Some(Rc::new(value.clone())));
+    }
+
+    fn bind(&mut self, name: &str, interval: Option<Interval>, value: Option<Rc<Expr>>) {
+        self.bindings.push(Binding {
+            hash: name_hash(name),
+            name: name.into(),
+            interval,
+            value,
+        });
+    }
+
+    /// The position of the innermost binding of `name`.
+    fn position(&self, name: &str) -> Option<usize> {
+        let hash = name_hash(name);
+        self.bindings
+            .iter()
+            .rposition(|b| b.hash == hash && &*b.name == name)
     }
 
     /// The value of the innermost binding of `name` when it is a let whose variables still
     /// mean here what they meant at the let (none was rebound since).
     pub fn let_value(&self, name: &str) -> Option<&Expr> {
-        let at = self.vars.iter().rposition(|(n, _)| n == name)?;
-        let value = self.values[at].as_ref()?;
+        let at = self.position(name)?;
+        let value = self.bindings[at].value.as_deref()?;
+        let inner = &self.bindings[at + 1..];
         let mut rebound = false;
         value.for_each(&mut |e| {
             if let Expr::Var(v, _) = e {
-                rebound |= self.vars[at + 1..].iter().any(|(n, _)| n == v);
+                if !rebound && !inner.is_empty() {
+                    let hash = name_hash(v);
+                    rebound = inner.iter().any(|b| b.hash == hash && &*b.name == v);
+                }
             }
         });
         (!rebound).then_some(value)
@@ -85,14 +125,12 @@ impl Scope {
 
     /// Unbinds the innermost variable.
     pub fn pop(&mut self) {
-        self.vars.pop();
-        self.values.pop();
+        self.bindings.pop();
     }
 
     /// The interval of the innermost variable called `name`, if known.
     pub fn get(&self, name: &str) -> Option<Interval> {
-        let found = self.vars.iter().rev().find(|(n, _)| n == name);
-        found.and_then(|(_, interval)| *interval)
+        self.position(name).and_then(|at| self.bindings[at].interval)
     }
 }
 
