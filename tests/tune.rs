@@ -339,6 +339,30 @@ fn hang_times_out_and_the_search_goes_on() {
 }
 
 #[test]
+fn a_compiled_candidate_gets_the_run_limit_not_the_timeout() {
+    let start = Instant::now();
+    // The default is timed first (microseconds at 32³), so a compiled candidate's runs are
+    // given RUN_FLOOR, not the 60 s --timeout that also leaves room to compile.
+    let faulty = check_fault(
+        MATMUL,
+        MATMUL_32,
+        "hang_run",
+        "vectorize(j_i, 8)",
+        "timeout",
+        &["--strategy", "random", "--seed", "5", "--trials", "5"],
+    );
+    let run_floor = strata::tuner::tune::RUN_FLOOR.as_secs_f64();
+    assert_details(
+        &faulty,
+        &format!("no answer within {run_floor:.1} s of compiling"),
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(50),
+        "the run limit was not applied"
+    );
+}
+
+#[test]
 fn a_bad_timeout_is_refused() {
     let db = TempDb::new("bad-timeout");
     fail(

@@ -42,6 +42,10 @@ pub const SLOW_FACTOR: f64 = 100.0;
 /// The least time a candidate is given once something was timed (compiling an app-sized
 /// pipeline takes seconds).
 pub const SLOW_FLOOR: Duration = Duration::from_secs(10);
+/// The least time a compiled candidate's runs are given once something was timed: its
+/// checked run, warm-up and repetitions of at least `--min-time` take 100 times the best
+/// time at [`SLOW_FACTOR`], which for a kernel of microseconds is nothing.
+pub const RUN_FLOOR: Duration = Duration::from_secs(2);
 
 /// The trial budget when neither trials nor time is given (the library's and `strata tune`'s).
 pub const DEFAULT_TRIALS: u64 = 100;
@@ -902,6 +906,15 @@ impl Session<'_> {
         slow.map_or(self.options.timeout, |s| s.min(self.options.timeout))
     }
 
+    /// How long a compiled candidate's runs may take once something was timed:
+    /// [`SLOW_FACTOR`] times the best time, at least [`RUN_FLOOR`]. Two interpolation
+    /// candidates of thirty ran to the 10 s floor that leaves room to compile; the best took
+    /// 17 ms.
+    fn run_limit(&self) -> Option<Duration> {
+        self.best_seconds
+            .map(|b| Duration::from_secs_f64(b * SLOW_FACTOR).max(RUN_FLOOR))
+    }
+
     /// Measures one candidate in the worker (starting one if needed) and records the result;
     /// a confirmation that disagrees with its search time is measured again
     /// ([`confirmation_verdict`]). `None` for a failure, an unstable confirmation, and a
@@ -1070,11 +1083,12 @@ impl Session<'_> {
                 Err(e) => return Outcome::Crash(e),
             }
         }
+        let run_limit = self.run_limit();
         let Some(worker) = self.worker.as_mut() else {
             return Outcome::Crash("no worker".into());
         };
         let interrupt = interruptible.then_some(&*self.options.stop);
-        match worker.measure(request, limit, interrupt) {
+        match worker.measure(request, limit, run_limit, interrupt) {
             Ok(outcome) => outcome,
             Err(outcome) => {
                 self.worker = None; // it crashed or was killed: the next candidate gets a new one

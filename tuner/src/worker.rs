@@ -10,7 +10,8 @@
 //!
 //! For tests, `STRATA_WORKER_FAULT=kind:text[,kind:text]` makes the worker misbehave on
 //! candidates whose schedule text contains `text`: `crash` aborts the process, `hang` loops
-//! forever, `wrong` corrupts the answer, `unstable` reports a re-measurement's times a
+//! forever, `hang_run` loops forever once it has compiled the candidate, `wrong` corrupts the
+//! answer, `unstable` reports a re-measurement's times a
 //! million times slower (as a machine busy during the re-measurement would, past any doubt).
 
 use serde::{Deserialize, Serialize};
@@ -22,6 +23,10 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 use strata_dsl::random::{agree_within, random_args, Tolerance};
 use strata_dsl::{Args, Buffer, Dtype, Pipeline, Sizes, Value};
+
+/// The line a worker writes when it has compiled a candidate, before running it: from then on
+/// the candidate is given only its run's time limit (see `Worker::measure`).
+pub const COMPILED_MARK: &str = "compiled";
 
 /// The environment variable that turns a program into a worker, with `WORKER_ARG`.
 pub const WORKER_ENV: &str = "STRATA_WORKER";
@@ -174,7 +179,11 @@ fn worker_loop() -> Result<(), String> {
     for line in lines {
         let line = line.map_err(|e| e.to_string())?;
         let request: Request = serde_json::from_str(&line).map_err(|e| e.to_string())?;
-        let outcome = state.measure(&request, &faults);
+        let outcome = state.measure(&request, &faults, &mut || {
+            // Best effort: a tuner that stopped reading learns nothing from it anyway.
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{COMPILED_MARK}").and_then(|()| out.flush());
+        });
         let text = serde_json::to_string(&outcome).map_err(|e| e.to_string())?;
         writeln!(out, "{text}").map_err(|e| e.to_string())?;
         out.flush().map_err(|e| e.to_string())?;
@@ -311,7 +320,8 @@ impl WorkerState {
         })
     }
 
-    fn measure(&self, request: &Request, faults: &str) -> Outcome {
+    /// Compiles, checks and times one candidate; `compiled` is called once it has compiled.
+    fn measure(&self, request: &Request, faults: &str, compiled: &mut dyn FnMut()) -> Outcome {
         let fault = fault_for(faults, &request.schedule);
         if fault == Some("crash") {
             std::process::abort();
@@ -331,6 +341,12 @@ impl WorkerState {
             Err(e) => return Outcome::CompileError(e),
         };
         let compile_s = start.elapsed().as_secs_f64();
+        compiled();
+        if fault == Some("hang_run") {
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
         let checked = Instant::now();
         let mut got = match kernel.run(&self.args, self.setup.threads) {
             Ok(b) => b,
@@ -587,12 +603,16 @@ impl Worker {
             .map_err(|e| e.to_string())
     }
 
-    /// Measures one candidate. `Err` means this worker is gone (crashed, killed, or
+    /// Measures one candidate within `timeout`, and once it has compiled, within `run_limit`
+    /// of that moment too (when given): compiling an app-sized pipeline takes seconds, running
+    /// a good candidate milliseconds, and one limit for both gave a slow candidate the
+    /// seconds its compile needed. `Err` means this worker is gone (crashed, killed, or
     /// abandoned because `interrupt` was set) and the outcome says why; start a new one.
     pub fn measure(
         &mut self,
         request: &Request,
         timeout: Duration,
+        run_limit: Option<Duration>,
         interrupt: Option<&AtomicBool>,
     ) -> Result<Outcome, Outcome> {
         let line =
@@ -600,7 +620,8 @@ impl Worker {
         if self.send(&line).is_err() {
             return Err(self.death());
         }
-        let deadline = Instant::now() + timeout;
+        let mut deadline = Instant::now() + timeout;
+        let mut run_limited = None;
         loop {
             if interrupt.is_some_and(|i| i.load(Ordering::SeqCst)) {
                 self.kill();
@@ -608,6 +629,12 @@ impl Worker {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             match self.answers.recv_timeout(left.min(INTERRUPT_POLL)) {
+                Ok(mark) if mark == COMPILED_MARK => {
+                    if let Some(run) = run_limit.filter(|r| Instant::now() + *r < deadline) {
+                        deadline = Instant::now() + run;
+                        run_limited = Some(run);
+                    }
+                }
                 Ok(answer) => {
                     return serde_json::from_str(&answer)
                         .map_err(|e| Outcome::Crash(format!("garbled answer: {e}")))
@@ -615,10 +642,12 @@ impl Worker {
                 Err(RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
                 Err(RecvTimeoutError::Timeout) => {
                     self.kill();
-                    return Err(Outcome::Timeout(format!(
-                        "no answer within {:.1} s",
-                        timeout.as_secs_f64()
-                    )));
+                    return Err(Outcome::Timeout(match run_limited {
+                        Some(run) => {
+                            format!("no answer within {:.1} s of compiling", run.as_secs_f64())
+                        }
+                        None => format!("no answer within {:.1} s", timeout.as_secs_f64()),
+                    }));
                 }
                 Err(RecvTimeoutError::Disconnected) => return Err(self.death()),
             }

@@ -20,8 +20,7 @@
 //! under it.
 
 use super::bounds::{
-    expr_box, guarded, loop_interval, map_box, over_loop_scope, over_scope, substitute,
-    union_boxes,
+    expr_box, guarded, loop_interval, map_box, over_loop_scope, over_scope, substitute, union_boxes,
 };
 use super::bounds::{Interval, Scope};
 use crate::ir::{Expr, Stmt};
@@ -105,7 +104,11 @@ fn sites(s: &Stmt, func: &str, hoistable: bool, outside_loops: bool) -> Vec<Site
                     runs_if.push(Expr::lt(Expr::int(0), extent.clone()));
                 }
                 out.push(Site {
-                    region: site.region.iter().map(|i| over_loop_scope(i, var, &scope)).collect(),
+                    region: site
+                        .region
+                        .iter()
+                        .map(|i| over_loop_scope(i, var, &scope))
+                        .collect(),
                     runs_if,
                     pinned,
                 });
@@ -170,7 +173,12 @@ fn sites_in_lets(s: &Stmt, func: &str, hoistable: bool) -> Vec<Site> {
     let mut lets: Vec<(&str, &Expr)> = Vec::new();
     let mut body = s;
     let mut out = Vec::new();
-    while let Stmt::Let { name, value, body: inner } = body {
+    while let Stmt::Let {
+        name,
+        value,
+        body: inner,
+    } = body
+    {
         // A call in a let's value lies under the lets before it.
         if let Some(region) = expr_box(value, func) {
             out.push(Site {

@@ -130,7 +130,8 @@ impl Scope {
 
     /// The interval of the innermost variable called `name`, if known.
     pub fn get(&self, name: &str) -> Option<Interval> {
-        self.position(name).and_then(|at| self.bindings[at].interval)
+        self.position(name)
+            .and_then(|at| self.bindings[at].interval)
     }
 }
 
