@@ -11,8 +11,8 @@
 //! For tests, `STRATA_WORKER_FAULT=kind:text[,kind:text]` makes the worker misbehave on
 //! candidates whose schedule text contains `text`: `crash` aborts the process, `hang` loops
 //! forever, `hang_run` loops forever once it has compiled the candidate, `wrong` corrupts the
-//! answer, `unstable` reports a re-measurement's times a
-//! million times slower (as a machine busy during the re-measurement would, past any doubt).
+//! answer, `unstable` reports a re-measurement's times a million times slower (as a machine
+//! busy during the re-measurement would, past any doubt).
 
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
