@@ -342,7 +342,8 @@ fn hang_times_out_and_the_search_goes_on() {
 fn a_compiled_candidate_gets_the_run_limit_not_the_timeout() {
     let start = Instant::now();
     // The default is timed first (microseconds at 32³), so a compiled candidate's runs are
-    // given RUN_FLOOR, not the 60 s --timeout that also leaves room to compile.
+    // given RUN_FLOOR, not the 10 s (SLOW_FLOOR) that leaves room to compile: without the run
+    // limit the detail would say "no answer within 10.0 s".
     let faulty = check_fault(
         MATMUL,
         MATMUL_32,

@@ -396,7 +396,7 @@ impl Expr {
     }
 
     /// Calls `f` on each direct sub-expression, in `children`'s order, without collecting
-    /// them (the walks below visit every node of large bound expressions).
+    /// them (bounds inference walks every node of large bound expressions).
     pub fn for_each_child(&self, f: &mut dyn FnMut(&Expr)) {
         match self {
             Expr::Const(_) | Expr::Var(..) | Expr::Param(..) => {}
@@ -422,18 +422,6 @@ impl Expr {
                 f(e)
             }
         }
-    }
-
-    /// Whether this expression calls `func` anywhere.
-    pub fn calls(&self, func: &str) -> bool {
-        if let Expr::Call { func: f, .. } = self {
-            if f == func {
-                return true;
-            }
-        }
-        let mut found = false;
-        self.for_each_child(&mut |c| found = found || c.calls(func));
-        found
     }
 
     /// Rebuilds this node with each direct sub-expression replaced by `f(child)`.

@@ -900,19 +900,22 @@ impl Session<'_> {
     /// consumer's loop recompute the coarse levels per row, and each ran to the 60 s timeout:
     /// eight of the local Laplacian's first ten candidates did.
     fn timeout(&self) -> Duration {
-        let slow = self
-            .best_seconds
-            .map(|b| Duration::from_secs_f64(b * SLOW_FACTOR).max(SLOW_FLOOR));
+        let slow = self.slow_limit(SLOW_FLOOR);
         slow.map_or(self.options.timeout, |s| s.min(self.options.timeout))
     }
 
-    /// How long a compiled candidate's runs may take once something was timed:
-    /// [`SLOW_FACTOR`] times the best time, at least [`RUN_FLOOR`]. Two interpolation
-    /// candidates of thirty ran to the 10 s floor that leaves room to compile; the best took
-    /// 17 ms.
+    /// How long a compiled candidate's runs may take once something was timed (at least
+    /// [`RUN_FLOOR`]). Two interpolation candidates of thirty ran to the 10 s floor that
+    /// leaves room to compile; the best took 17 ms.
     fn run_limit(&self) -> Option<Duration> {
+        self.slow_limit(RUN_FLOOR)
+    }
+
+    /// [`SLOW_FACTOR`] times the best time so far, at least `floor`; `None` before anything
+    /// was timed.
+    fn slow_limit(&self, floor: Duration) -> Option<Duration> {
         self.best_seconds
-            .map(|b| Duration::from_secs_f64(b * SLOW_FACTOR).max(RUN_FLOOR))
+            .map(|b| Duration::from_secs_f64(b * SLOW_FACTOR).max(floor))
     }
 
     /// Measures one candidate in the worker (starting one if needed) and records the result;

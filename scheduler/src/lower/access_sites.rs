@@ -25,7 +25,6 @@ use super::bounds::{
 use super::bounds::{Interval, Scope};
 use crate::ir::{Expr, Stmt};
 use crate::simplify::free_vars;
-use std::collections::HashSet;
 use strata_dsl::BinOp;
 
 /// One access site's box, and the conditions under which it runs: `0 < extent` of the loops
@@ -210,11 +209,11 @@ fn under_lets(lets: &[(&str, &Expr)], i: &Interval) -> Interval {
 /// `e` under each of `lets` (outermost first) that it reads, directly or through the value of
 /// another: `named` applied from the innermost let out.
 fn named_all(lets: &[(&str, &Expr)], e: &Expr) -> Expr {
-    let mut needed = free_names(e);
+    let mut needed = free_vars(e);
     let mut out = e.clone();
     for (name, value) in lets.iter().rev() {
         if needed.remove(*name) {
-            needed.extend(free_names(value));
+            needed.extend(free_vars(value));
             out = Expr::Let {
                 name: name.to_string(),
                 value: Box::new((*value).clone()),
@@ -223,20 +222,6 @@ fn named_all(lets: &[(&str, &Expr)], e: &Expr) -> Expr {
         }
     }
     out
-}
-
-/// The variables free in `e`.
-fn free_names(e: &Expr) -> HashSet<&str> {
-    match e {
-        Expr::Var(n, _) => HashSet::from([n.as_str()]),
-        Expr::Let { name, value, body } => {
-            let mut free = free_names(body);
-            free.remove(name.as_str());
-            free.extend(free_names(value));
-            free
-        }
-        other => other.children().into_iter().flat_map(free_names).collect(),
-    }
 }
 
 /// The condition under which some access of `func` in `s` runs: the disjunction, over its

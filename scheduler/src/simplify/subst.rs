@@ -74,11 +74,24 @@ pub fn stmt_uses_var(s: &Stmt, name: &str) -> bool {
     }
 }
 
-/// The free variables of `e` (not those its own lets bind).
+/// The free variables of `e` (not those its own lets bind), in one walk (testing each name
+/// `e` mentions with `uses_var` walked `e` once per name: quadratic on the call checks' region
+/// ends under hundreds of region lets).
 pub(crate) fn free_vars(e: &Expr) -> HashSet<String> {
-    let mut all = HashSet::new();
-    names_in_expr(e, &mut all);
-    all.into_iter().filter(|n| e.uses_var(n)).collect()
+    match e {
+        Expr::Var(n, _) => HashSet::from([n.clone()]),
+        Expr::Let { name, value, body } => {
+            let mut free = free_vars(body);
+            free.remove(name);
+            free.extend(free_vars(value));
+            free
+        }
+        other => {
+            let mut free = HashSet::new();
+            other.for_each_child(&mut |c| free.extend(free_vars(c)));
+            free
+        }
+    }
 }
 
 /// `e` with every free `name` replaced by `value`; `None` where a let inside `e` would capture
