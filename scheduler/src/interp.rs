@@ -220,6 +220,16 @@ pub fn eval_expr(e: &Expr, vars: &HashMap<String, VValue>) -> Result<VValue, Int
 /// the bare size variable), then every input's element type, rank and extents are checked, and
 /// every scalar parameter's presence and type. The output starts filled with zeros.
 pub fn interpret(kernel: &LoweredKernel, args: &Args) -> Result<Buffer, InterpError> {
+    interpret_counting(kernel, args).map(|(out, _)| out)
+}
+
+/// `interpret`, also counting the elements stored to each buffer (a vector store counts its
+/// lanes): how much work a schedule does, which the answer alone does not show (a sliding
+/// window computes each row of a producer once; recomputing them gives the same answer).
+pub fn interpret_counting(
+    kernel: &LoweredKernel,
+    args: &Args,
+) -> Result<(Buffer, HashMap<String, u64>), InterpError> {
     let binding = kernel.call_signature().bind(args)?;
     let sizes: HashMap<String, VValue> = binding
         .sizes
@@ -246,7 +256,7 @@ pub fn interpret(kernel: &LoweredKernel, args: &Args) -> Result<Buffer, InterpEr
     machine.push_buffer(&out.name, Storage::new(&out.name, out.dtype, dims)?);
     machine.exec(&kernel.body)?;
     let storage = machine.pop_buffer(&out.name)?;
-    storage.into_buffer()
+    Ok((storage.into_buffer()?, machine.stores))
 }
 
 /// One dimension of a buffer's box.
@@ -360,6 +370,8 @@ struct Machine<'a> {
     scope: Vec<(String, VValue)>,
     /// Buffers by name; the last of each list is the visible one.
     buffers: HashMap<String, Vec<Storage>>,
+    /// Elements stored to each buffer so far.
+    stores: HashMap<String, u64>,
 }
 
 impl<'a> Machine<'a> {
@@ -369,6 +381,7 @@ impl<'a> Machine<'a> {
             params,
             scope: Vec::new(),
             buffers: HashMap::new(),
+            stores: HashMap::new(),
         }
     }
 
@@ -759,6 +772,7 @@ impl<'a> Machine<'a> {
                 .ok_or_else(|| out_of_bounds(buffer, i, len))?;
             storage.values[at] = v;
         }
+        *self.stores.entry(buffer.to_string()).or_default() += index.lane_count() as u64;
         Ok(())
     }
 

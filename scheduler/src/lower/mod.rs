@@ -16,6 +16,7 @@ pub mod limits;
 pub mod loop_nest;
 pub mod partition_loops;
 pub mod realize;
+pub mod sliding_window;
 pub mod specialize;
 pub mod unroll;
 pub mod unswitch;
@@ -222,6 +223,8 @@ fn lower_version(
     log.log("realization and bounds inference", &realized);
     let s = fold_storage::fold_storage(&realized, inlined, plan)?;
     log.log("storage folding", &s);
+    let s = sliding_window::slide_windows(&s, inlined);
+    log.log("sliding window", &s);
     let s = loop_nest::strip_bounds_hints(&s);
     log.log("stripping bounds hints", &s);
     let s = constant_extents::constant_extents(&s, inlined, plan)?;
