@@ -1,7 +1,8 @@
-//! Storage folding through the JIT: stencils stored at root and computed per row or per tile
-//! of their consumer, their buffers folded (automatically, and by `fold_storage` to exactly
-//! the rows they need), compiled with every backend built in, run with one to three threads
-//! on random shapes, against the reference evaluator and the loop-IR interpreter.
+//! Storage folding and sliding windows through the JIT: stencils stored at root and computed
+//! per row or per tile of their consumer, their buffers folded (automatically, and by
+//! `fold_storage` to exactly the rows they need) and most of them slid (each row computed
+//! once, `lower::sliding_window`), compiled with every backend built in, run with one to three
+//! threads on random shapes, against the reference evaluator and the loop-IR interpreter.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -41,11 +42,14 @@ const CASES: &[(&str, &str)] = &[
     ("gaussian5", "out: vectorize(x, 8); gx: store_root().compute_at(out, y).fold_storage(y, 5).vectorize(x, 8)"),
     ("chain", "a: store_root().compute_at(out, y).fold_storage(y, 8); b: store_root().compute_at(out, y).fold_storage(y, 6); c: store_root().compute_at(out, y).fold_storage(y, 4)"),
     ("chain", "out: split(y, yo, yi, 2).parallel(yo); a: store_at(out, yo).compute_at(out, yi); b: store_at(out, yo).compute_at(out, yi); c: store_at(out, yo).compute_at(out, yi)"),
+    ("blur3x3", "out: split(y, yo, yi, 4, shift).parallel(yo).vectorize(x, 8); bx: store_at(out, yo).compute_at(out, yi).vectorize(x, 8)"),
+    ("gaussian5", "out: split(y, yo, yi, 8).vectorize(x, 4); gx: store_root().compute_at(out, yi).vectorize(x, 4)"),
 ];
 
 #[test]
 fn folded_stencils_compute_the_reference_on_every_backend() {
     let mut rng = StdRng::seed_from_u64(1403);
+    let mut slid = 0;
     for (name, text) in CASES {
         let pipeline = kernel(name);
         let schedule = parse_schedule(text).unwrap_or_else(|e| panic!("{e}"));
@@ -54,6 +58,7 @@ fn folded_stencils_compute_the_reference_on_every_backend() {
             lowered.to_string().contains(" % "),
             "`{text}` folds nothing"
         );
+        slid += usize::from(lowered.to_string().contains(".slid = "));
         let min = if *name == "blur3x3" { 3 } else { 1 };
         for backend in Backend::built() {
             let options = CodegenOptions {
@@ -84,4 +89,6 @@ fn folded_stencils_compute_the_reference_on_every_backend() {
             }
         }
     }
+    // Those computed per row of a serial loop slide (the chain's `c` has an update: not it).
+    assert!(slid >= 7, "only {slid} of {} cases slide", CASES.len());
 }

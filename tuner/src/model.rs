@@ -12,12 +12,13 @@ pub fn features(g: &Genome, widths: &[u32]) -> Vec<f64> {
     let widest = f64::from(widths.iter().copied().max().unwrap_or(0).max(1));
     let mut f = vec![1.0];
     for p in &g.places {
-        let (inline, root, depth) = match p {
-            Place::Inline => (1.0, 0.0, 0.0),
-            Place::Root => (0.0, 1.0, 0.0),
-            Place::At(d) => (0.0, 0.0, 1.0 + *d as f64),
+        let (inline, root, depth, slides) = match p {
+            Place::Inline => (1.0, 0.0, 0.0, 0.0),
+            Place::Root => (0.0, 1.0, 0.0, 0.0),
+            Place::At(d) => (0.0, 0.0, 1.0 + *d as f64, 0.0),
+            Place::Slide(d) => (0.0, 0.0, 1.0 + *d as f64, 1.0),
         };
-        f.extend([inline, root, depth]);
+        f.extend([inline, root, depth, slides]);
     }
     for s in &g.stages {
         f.extend(

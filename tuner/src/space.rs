@@ -48,6 +48,10 @@ pub enum Place {
     Root,
     /// At the loop this many levels into its consumer's stage (clamped to the deepest allowed).
     At(u8),
+    /// As `At`, stored one loop further out (at root for the outermost loop), so that it
+    /// slides: each iteration computes only what the previous ones did not
+    /// (`store_at(g, yo).compute_at(g, yi)`, Halide's sliding window).
+    Slide(u8),
 }
 
 /// The decisions for one stage.
@@ -301,7 +305,7 @@ impl Space {
         let pipeline = &self.lifted.pipeline;
         let mut depth: HashMap<&str, usize> = HashMap::new();
         for (i, (name, _, is_output)) in self.funcs.iter().enumerate() {
-            let nested = !*is_output && matches!(g.places[i], Place::At(_));
+            let nested = !*is_output && matches!(g.places[i], Place::At(_) | Place::Slide(_));
             let below = (pipeline.funcs.iter())
                 .filter(|c| c.callees().contains(name))
                 .filter_map(|c| depth.get(c.name.as_str()))
@@ -411,9 +415,9 @@ impl Space {
                 Some(*g.places.get(i)?)
             };
             if let Some(place) = place {
-                let directive = self.placement(&schedule, name, place)?;
+                let directives = self.placement(&schedule, name, place)?;
                 let line = schedule.stage(name, StageRef::Pure).directives_mut();
-                line.insert(0, directive);
+                line.splice(0..0, directives);
             }
             if place != Some(Place::Inline) {
                 for (shape, genes) in self.stages.iter().zip(&g.stages) {
@@ -517,35 +521,46 @@ impl Space {
         name
     }
 
-    fn placement(&self, schedule: &Schedule, name: &str, place: Place) -> Option<Directive> {
-        match place {
-            Place::Inline => Some(Directive::ComputeInline),
-            Place::Root => Some(Directive::ComputeRoot),
-            Place::At(depth) => {
-                let plan = validate(&self.lifted, schedule).ok()?;
-                let (consumer, stage, limit) = host(&self.lifted, &plan.funcs, name)?;
-                let dims = &plan.funcs.get(&consumer)?.stages.get(stage)?.dims;
-                let usable = dims
-                    .iter()
-                    .take_while(|d| d.kind != strata_scheduler::ForKind::Vectorized)
-                    .count()
-                    .min(limit);
-                if usable == 0 || plan.funcs.get(&consumer)?.compute == Placement::Inline {
-                    return Some(Directive::ComputeRoot);
-                }
-                let var = dims[(depth as usize).min(usable - 1)].name.clone();
-                let stage = if stage == 0 {
-                    StageRef::Pure
-                } else {
-                    StageRef::Update(stage - 1)
-                };
-                Some(Directive::ComputeAt(LoopLevel {
-                    func: consumer,
-                    stage,
-                    var,
-                }))
-            }
+    /// The placement directives of `place` for `name`: where it is computed, and for `Slide`
+    /// where it is stored.
+    fn placement(&self, schedule: &Schedule, name: &str, place: Place) -> Option<Vec<Directive>> {
+        let depth = match place {
+            Place::Inline => return Some(vec![Directive::ComputeInline]),
+            Place::Root => return Some(vec![Directive::ComputeRoot]),
+            Place::At(depth) | Place::Slide(depth) => depth,
+        };
+        let plan = validate(&self.lifted, schedule).ok()?;
+        let (consumer, stage, limit) = host(&self.lifted, &plan.funcs, name)?;
+        let dims = &plan.funcs.get(&consumer)?.stages.get(stage)?.dims;
+        let usable = dims
+            .iter()
+            .take_while(|d| d.kind != strata_scheduler::ForKind::Vectorized)
+            .count()
+            .min(limit);
+        if usable == 0 || plan.funcs.get(&consumer)?.compute == Placement::Inline {
+            return Some(vec![Directive::ComputeRoot]);
         }
+        let position = (depth as usize).min(usable - 1);
+        let stage = if stage == 0 {
+            StageRef::Pure
+        } else {
+            StageRef::Update(stage - 1)
+        };
+        let at = |var: &str| LoopLevel {
+            func: consumer.clone(),
+            stage,
+            var: var.to_string(),
+        };
+        let compute = Directive::ComputeAt(at(&dims[position].name));
+        if !matches!(place, Place::Slide(_)) {
+            return Some(vec![compute]);
+        }
+        // The loops are listed outermost first.
+        let store = match position.checked_sub(1) {
+            Some(outer) => Directive::StoreAt(at(&dims[outer].name)),
+            None => Directive::StoreRoot,
+        };
+        Some(vec![compute, store])
     }
 }
 
@@ -788,6 +803,7 @@ fn random_place(has_updates: bool, rng: &mut impl Rng) -> Place {
     match rng.random_range(0..4) {
         0 if !has_updates => Place::Inline,
         1 => Place::Root,
+        2 => Place::Slide(rng.random_range(0..4)),
         _ => Place::At(rng.random_range(0..4)),
     }
 }

@@ -83,9 +83,10 @@ fn cranelift_digest(make: impl Fn(&strata_dsl::Pipeline) -> Space) -> String {
 /// The digest of the proposals before the space knew backends (commit c4e798f's space.rs,
 /// "2080ab11..."), plus matmul's seed that packs B (the packed register tile; softmax's and
 /// blur's proposals have no contraction to pack and are unchanged by it), then ("7491d0a9...")
-/// with proposals canonical (`schedule::canonical`: no directive that changes nothing).
+/// with proposals canonical (`schedule::canonical`: no directive that changes nothing), then
+/// ("956744e2...") with `Place::Slide` among the random placements (stored one loop out).
 const CRANELIFT_PROPOSALS: &str =
-    "956744e2aa1e9e8b1de97321b2a1dabc5eb5215bc69d6c6dc5b28dad5103fa3c";
+    "bfd42367af886e95d45e4f92faba83207d595a19cb586fb3231ca69e85123411";
 
 #[test]
 fn cranelift_proposes_what_it_proposed_before_backends() {
@@ -233,4 +234,39 @@ fn workers_take_the_backend_from_their_command_line() {
     let unknown = worker_backend(&args(&["strata", "--strata-worker", "--backend", "gcc"]));
     assert!(unknown.unwrap_err().contains("unknown backend `gcc`"));
     assert!(worker_backend(&args(&["strata", "--strata-worker", "--backend"])).is_err());
+}
+
+#[test]
+fn a_sliding_placement_is_stored_one_loop_out_and_slides() {
+    use strata_tuner::space::Place;
+    let pipeline = blur();
+    let space = Space::new(&pipeline);
+    let bx = space.funcs.iter().position(|f| f.0 == "bx").unwrap();
+    let out_stage = space.stages.iter().position(|s| s.func == "out").unwrap();
+    let cases = [
+        (
+            Place::Slide(0),
+            [0, 0],
+            "bx: compute_at(out, y).store_root()",
+        ),
+        // out tiled by 4 x 8: its loops are y_o, x_o, y_i, x_i; bx slides down the tile's rows.
+        (
+            Place::Slide(2),
+            [2, 3],
+            "bx: compute_at(out, y_i).store_at(out, x_o)",
+        ),
+    ];
+    for (place, split, expected) in cases {
+        let mut g = space.default_genome();
+        g.places[bx] = place;
+        g.stages[out_stage].split = split.to_vec();
+        let schedule = space.schedule(&g).unwrap();
+        let text = schedule.to_string();
+        assert!(text.contains(expected), "{place:?}: {text}");
+        let lowered = strata_scheduler::lower::lower(&pipeline, &schedule).unwrap();
+        assert!(
+            lowered.to_string().contains(".slid = "),
+            "{text}\n{lowered}"
+        );
+    }
 }
