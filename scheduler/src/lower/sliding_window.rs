@@ -23,8 +23,9 @@
 //! the fold for the whole region of one iteration) overwrites a slot only with a value at least
 //! `n` above it, past everything still to be read. The values are pure (no update stages), so
 //! computing them in another iteration gives the same result. A function computed only when a
-//! consumer's loop runs (`if (f.needed)`) slides only when that condition does not change
-//! between iterations.
+//! consumer's loop runs (`if (f.needed)`) slides only when that condition never turns from
+//! false back to true (the guarded tail of a split consumer turns it off for good), so no
+//! iteration relies on one that computed nothing; under any other condition it does not slide.
 //!
 //! Not slid (computed whole each iteration, as before): functions with update stages, loops
 //! that are not serial, a sliding dimension whose loop in the producer is split, vectorized,
@@ -332,8 +333,7 @@ impl Slide<'_> {
         for d in self.dimensions() {
             let min_name = region_min(self.func, &self.vars[d]);
             let max_name = region_max(self.func, &self.vars[d]);
-            let mut produces = Vec::new();
-            find_produces(body, self.func, &mut produces);
+            let produces = find_produces(body, self.func)?;
             let plain = |p: &&Stmt| plain_serial_loops(p, &min_name, &max_name);
             if produces.is_empty() || !produces.iter().all(plain) {
                 continue;
@@ -392,14 +392,38 @@ fn node_count(e: &Expr) -> usize {
 }
 
 /// The `produce`s of `func` in `s` outside any loop of `s` (one, or one per copy of a
-/// specialized consumer).
-fn find_produces<'a>(s: &'a Stmt, func: &str, found: &mut Vec<&'a Stmt>) {
+/// specialized consumer); `None` if one is under a condition other than `func.needed`, which
+/// could skip an iteration the next one relies on.
+fn find_produces<'a>(s: &'a Stmt, func: &str) -> Option<Vec<&'a Stmt>> {
+    let needed = format!("{func}.needed");
+    let mut found = Vec::new();
+    let mut unsafe_condition = false;
+    visit_produces(s, func, &needed, false, &mut |p, conditional| {
+        found.push(p);
+        unsafe_condition |= conditional;
+    });
+    (!unsafe_condition).then_some(found)
+}
+
+fn visit_produces<'a>(
+    s: &'a Stmt,
+    func: &str,
+    needed: &str,
+    conditional: bool,
+    found: &mut dyn FnMut(&'a Stmt, bool),
+) {
     match s {
-        Stmt::Produce { func: f, .. } if f == func => found.push(s),
+        Stmt::Produce { func: f, .. } if f == func => found(s, conditional),
         Stmt::For { .. } => {}
+        Stmt::If { cond, .. } => {
+            let own = matches!(cond, Expr::Var(n, _) if n == needed);
+            for c in s.children() {
+                visit_produces(c, func, needed, conditional || !own, found);
+            }
+        }
         other => {
             for c in other.children() {
-                find_produces(c, func, found);
+                visit_produces(c, func, needed, conditional, found);
             }
         }
     }
