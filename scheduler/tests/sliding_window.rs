@@ -299,6 +299,8 @@ fn random_sizes_of_the_slid_blur_compute_the_reference() {
         "out: split(y, yo, yi, 4, shift); bx: store_root().compute_at(out, yi)",
         "out: split(y, yo, yi, 4, shift).parallel(yo); bx: store_at(out, yo).compute_at(out, yi)",
         "out: tile(y, x, yo, xo, yi, xi, 4, 8); bx: store_root().compute_at(out, xo)",
+        // Slid over the unrolled copies of yi.
+        "out: split(y, yo, yi, 4, shift).unroll(yi).vectorize(x, 4); bx: store_at(out, yo).compute_at(out, yi)",
     ] {
         let k = lowered(&pipeline, text);
         assert!(k.to_string().contains(".slid"), "`{text}` does not slide");

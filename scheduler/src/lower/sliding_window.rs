@@ -28,7 +28,7 @@
 //! iteration relies on one that computed nothing; under any other condition it does not slide.
 //!
 //! Not slid (computed whole each iteration, as before): functions with update stages, loops
-//! that are not serial, a sliding dimension whose loop in the producer is split, vectorized,
+//! that are neither serial nor unrolled, a sliding dimension whose loop in the producer is split, vectorized,
 //! unrolled or not serial (the split's rounding would compute values below the new minimum
 //! and, in a folded buffer, overwrite what is still to be read), regions whose expressions are
 //! not provably monotone, and previous-iteration expressions past `EXPANSION_BUDGET` nodes.
@@ -47,7 +47,8 @@ use strata_dsl::{BinOp, Intrinsic, Pipeline};
 /// substituted into it (past it, the function is computed whole: slower, never wrong).
 const EXPANSION_BUDGET: usize = 4096;
 
-/// Slides every function stored outside the serial loop it is computed in, where that is safe.
+/// Slides every function stored outside the serial (or unrolled) loop it is computed in, where
+/// that is safe.
 pub fn slide_windows(s: &Stmt, pipeline: &Pipeline) -> Stmt {
     let mut stored = Vec::new();
     walk(s, pipeline, &mut stored)
@@ -62,11 +63,12 @@ fn walk(s: &Stmt, pipeline: &Pipeline, stored: &mut Vec<String>) -> Stmt {
             stored.pop();
             out
         }
+        // An unrolled loop's copies run in order too: each slides over the one before.
         Stmt::For {
             var,
             min,
             extent,
-            kind: ForKind::Serial,
+            kind: kind @ (ForKind::Serial | ForKind::Unrolled),
             body,
         } => {
             let slid = slide_in_loop(body, var, min, pipeline, stored);
@@ -75,7 +77,7 @@ fn walk(s: &Stmt, pipeline: &Pipeline, stored: &mut Vec<String>) -> Stmt {
                 var: var.clone(),
                 min: min.clone(),
                 extent: extent.clone(),
-                kind: ForKind::Serial,
+                kind: *kind,
                 body: Box::new(body),
             }
         }
