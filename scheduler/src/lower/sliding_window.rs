@@ -40,6 +40,7 @@
 use super::bounds::substitute;
 use super::loop_nest::{region_max, region_min};
 use crate::ir::{Expr, ForKind, Stmt, UnOp};
+use crate::simplify::subst_stmt;
 use std::collections::HashMap;
 use strata_dsl::{BinOp, Intrinsic, Pipeline};
 
@@ -145,7 +146,7 @@ fn let_directions(lets: &[(&str, &Expr)], var: &str) -> HashMap<String, Directio
 
 /// How an expression moves as the loop variable grows, iteration by iteration.
 #[derive(Clone, Copy, PartialEq, Debug)]
-pub enum Direction {
+enum Direction {
     /// The same in every iteration.
     Constant,
     /// Never smaller than in the previous iteration.
@@ -189,7 +190,7 @@ impl Direction {
 /// How `e` moves, given how the variables in `known` do (the others stay constant: sizes,
 /// parameters and lets outside the loop). Index arithmetic is taken not to wrap, as bounds
 /// inference takes it. Memory reads are unknown: what they read may change between iterations.
-pub fn direction(e: &Expr, known: &HashMap<String, Direction>) -> Direction {
+fn direction(e: &Expr, known: &HashMap<String, Direction>) -> Direction {
     use Direction::*;
     let all = |es: &[&Expr]| es.iter().fold(Constant, |d, e| d.plus(direction(e, known)));
     let invariant = |es: &[&Expr]| {
@@ -332,10 +333,10 @@ impl Slide<'_> {
     /// `body` with the function's `produce` starting, after the first iteration, above the
     /// previous iteration's maximum; `None` where no dimension can slide.
     fn apply(&self, body: &Stmt, loop_min: &Expr) -> Option<Stmt> {
+        let produces = find_produces(body, self.func)?;
         for d in self.dimensions() {
             let min_name = region_min(self.func, &self.vars[d]);
             let max_name = region_max(self.func, &self.vars[d]);
-            let produces = find_produces(body, self.func)?;
             let plain = |p: &&Stmt| plain_serial_loops(p, &min_name, &max_name);
             if produces.is_empty() || !produces.iter().all(plain) {
                 continue;
@@ -352,13 +353,13 @@ impl Slide<'_> {
                 Box::new(Expr::max(min.clone(), above)),
                 Box::new(min),
             );
+            // A `produce` binding the new name inside (none does) would capture the renaming:
+            // left as it is, it computes its whole region every iteration, which is still right.
+            let renamed = |p: &Stmt| subst_stmt(p, &min_name, &Expr::var(&slid_name));
             return Some(rewrite_produce(body, self.func, &|p| Stmt::Let {
                 name: slid_name.clone(),
                 value: value.clone(),
-                body: Box::new(p.map(
-                    &mut |e| substitute(e, &min_name, &Expr::var(&slid_name)),
-                    &mut |c| substitute_stmt(c, &min_name, &slid_name),
-                )),
+                body: Box::new(renamed(p).unwrap_or_else(|| p.clone())),
             }));
         }
         None
@@ -478,11 +479,4 @@ fn is_extent(e: &Expr, min_name: &str, max_name: &str) -> bool {
         return false;
     };
     one.as_int() == Some(1) && var(max, max_name) && var(min, min_name)
-}
-
-/// `s` with the variable `from` renamed `to` (no let or loop inside a `produce` binds either).
-fn substitute_stmt(s: &Stmt, from: &str, to: &str) -> Stmt {
-    s.map(&mut |e| substitute(e, from, &Expr::var(to)), &mut |c| {
-        substitute_stmt(c, from, to)
-    })
 }

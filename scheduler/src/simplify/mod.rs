@@ -38,7 +38,7 @@ pub mod interval;
 mod renames;
 mod rules;
 mod subst;
-pub(crate) use subst::free_vars;
+pub(crate) use subst::{free_vars, subst_stmt};
 
 pub use cse::{cse, remove_dead_lets};
 pub use hoist::hoist_loop_invariants;
