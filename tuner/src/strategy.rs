@@ -9,7 +9,7 @@
 use crate::model::Model;
 use crate::space::{schedule_hash, Genome, Space};
 use rand::rngs::StdRng;
-use rand::seq::IndexedRandom;
+use rand::seq::{IndexedRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
 use std::collections::HashSet;
 use strata_scheduler::schedule::canonical::canonicalize_lifted;
@@ -194,34 +194,30 @@ impl Searcher {
         self.space.mutate(&parent, &mut self.rng)
     }
 
-    /// The candidate the model ranks fastest among a pool of evolved and random ones (with a
-    /// little exploration: sometimes a random member of the pool).
+    /// The candidate the model ranks fastest among a pool of evolved and random genomes (with a
+    /// little exploration: sometimes a random member of the pool). The genomes are ranked
+    /// before they are made into schedules, and made into schedules best first until one is
+    /// legal and unseen: validating a schedule of an app-sized pipeline takes milliseconds,
+    /// and validating the whole pool took longer than lowering the candidate.
     fn ranked(&mut self) -> Option<Candidate> {
-        let mut pool = Vec::new();
-        for _ in 0..POOL * 4 {
-            if pool.len() >= POOL {
-                break;
-            }
-            let genome = self.evolved();
-            if let Some(c) = self.candidate(genome) {
-                if !pool.iter().any(|p: &Candidate| p.hash == c.hash) {
-                    pool.push(c);
-                }
-            }
-        }
-        if pool.is_empty() {
-            return self.fresh(|s| s.space.random(&mut s.rng));
-        }
-        let pick = if self.rng.random_bool(0.15) {
-            self.rng.random_range(0..pool.len())
+        let mut pool: Vec<Genome> = (0..POOL).map(|_| self.evolved()).collect();
+        if self.rng.random_bool(0.15) {
+            pool.shuffle(&mut self.rng);
         } else {
-            let score = |c: &Candidate| self.model.predict(&c.genome).unwrap_or(0.0);
-            (0..pool.len())
-                .min_by(|&a, &b| score(&pool[a]).total_cmp(&score(&pool[b])))
-                .unwrap_or(0)
-        };
-        let chosen = pool.swap_remove(pick);
-        self.seen.insert(chosen.hash.clone());
-        Some(chosen)
+            let mut scored: Vec<(f64, Genome)> = pool
+                .into_iter()
+                .map(|g| (self.model.predict(&g).unwrap_or(0.0), g))
+                .collect();
+            // Stable: equal predictions keep the order they were made in.
+            scored.sort_by(|a, b| a.0.total_cmp(&b.0));
+            pool = scored.into_iter().map(|(_, g)| g).collect();
+        }
+        for genome in pool {
+            if let Some(c) = self.candidate(genome) {
+                self.seen.insert(c.hash.clone());
+                return Some(c);
+            }
+        }
+        self.fresh(|s| s.space.random(&mut s.rng))
     }
 }
