@@ -11,7 +11,7 @@
 use crate::run::{self, RunSettings};
 use std::time::Duration;
 use strata::dsl::random::agree_within;
-use strata::{Args, Buffer, CompiledKernel, Pipeline, Schedule, Sizes};
+use strata::{time_runs, Args, Buffer, CompiledKernel, Pipeline, Schedule, Sizes, Timing};
 
 /// How many rounds the time is split into.
 pub const ROUNDS: usize = 20;
@@ -106,6 +106,11 @@ pub fn compare(
         [None, None]
     };
     let slice = settings.min_time / (2 * ROUNDS) as u32;
+    // The routine every measurement uses, without its warm-up: round 0 is the warm-up.
+    let timing = Timing {
+        min_runs: RUNS_PER_SLICE,
+        ..Timing::for_at_least(slice).without_warm_up()
+    };
     let mut times: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
     let mut ratios = Vec::with_capacity(ROUNDS);
     // Round 0 warms both up (caches, the thread pool, the CPU's clock) and is not counted.
@@ -114,18 +119,17 @@ pub fn compare(
         // A then B in even rounds, B then A in odd ones.
         for i in [round % 2, 1 - round % 2] {
             let side = &mut sides[i];
-            let runs = run::time_runs(
+            let runs = time_runs(
                 &side.kernel,
                 args,
                 &mut side.output,
                 settings.threads,
-                RUNS_PER_SLICE,
-                slice,
+                &timing,
             )
-            .map_err(|e| on_side(side.label, &e))?;
-            medians[i] = median(runs.clone());
+            .map_err(|e| on_side(side.label, &format!("error: {e}")))?;
+            medians[i] = runs.median();
             if round > 0 {
-                times[i].extend(runs);
+                times[i].extend(runs.times());
             }
         }
         if round > 0 {

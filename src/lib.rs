@@ -98,7 +98,9 @@ pub use strata_dsl::{
 };
 #[doc(inline)]
 pub use strata_jit as jit;
-pub use strata_jit::{Backend, CallError, CodegenOptions, CompiledKernel};
+pub use strata_jit::{
+    time_runs, Backend, CallError, CodegenOptions, CompiledKernel, Timing, Timings,
+};
 pub use strata_macros::kernel;
 #[doc(inline)]
 pub use strata_scheduler as scheduler;

@@ -93,7 +93,7 @@ enum Command {
         /// Seed of the random inputs.
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// Keep repeating for at least this many seconds (and at least 5 runs).
+        /// Keep repeating for at least this many seconds (and at least 3 runs, after one untimed warm-up run; the timing the tuner uses).
         #[arg(long, default_value_t = 1.0, value_parser = seconds)]
         min_time: f64,
         /// Skip the reference check (it is slow for large shapes); no GFLOP/s then.

@@ -5,7 +5,7 @@
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use strata::dsl::random::{agree_within, random_args, Tolerance};
 use strata::dsl::InputKind;
 use strata::io::{Declared, FileInput};
@@ -294,20 +294,14 @@ pub fn measure(
     };
     let bytes = args.buffers.values().map(buffer_bytes).sum::<usize>() + buffer_bytes(&first);
     let mut output = first.try_clone().map_err(|e| format!("error: {e}"))?;
-    let mut times = time_runs(
-        &kernel,
-        args,
-        &mut output,
-        settings.threads,
-        5,
-        settings.min_time,
-    )?;
-    times.sort();
+    let timing = strata::Timing::for_at_least(settings.min_time);
+    let times = strata::time_runs(&kernel, args, &mut output, settings.threads, &timing)
+        .map_err(|e| format!("error: {e}"))?;
     let m = Measurement {
-        runs: times.len(),
-        median: times[times.len() / 2],
-        min: times[0],
-        max: times[times.len() - 1],
+        runs: times.runs(),
+        median: times.median(),
+        min: times.min(),
+        max: times.max(),
         float_ops,
         bytes,
         correct,
@@ -347,31 +341,6 @@ pub fn reference(pipeline: &Pipeline, args: &Args) -> Result<(Buffer, u64), Stri
     let (expected, work) = strata::dsl::evaluate_counting(pipeline, args)
         .map_err(|e| format!("error: the reference evaluator failed: {e}"))?;
     Ok((expected, work.float_ops))
-}
-
-/// Repeats the kernel until `min_time` has passed and at least `min_runs` runs are done
-/// (at most 100 000), each on `threads` threads; returns each run's time.
-pub fn time_runs(
-    kernel: &CompiledKernel,
-    args: &Args,
-    output: &mut Buffer,
-    threads: usize,
-    min_runs: usize,
-    min_time: Duration,
-) -> Result<Vec<Duration>, String> {
-    let start = Instant::now();
-    let mut times = Vec::new();
-    while times.len() < min_runs || start.elapsed() < min_time {
-        let t = Instant::now();
-        kernel
-            .run_into(args, output, threads)
-            .map_err(|e| format!("error: {e}"))?;
-        times.push(t.elapsed());
-        if times.len() >= 100_000 {
-            break;
-        }
-    }
-    Ok(times)
 }
 
 impl Measurement {

@@ -2398,3 +2398,41 @@ fn an_allocation_past_a_memory_limit_is_an_error_naming_its_size() {
         "could not allocate 1073741824 bytes for the 67108864 values of `C`",
     );
 }
+
+/// Two measurements of one schedule in separate workers agree: every schedule a tuning run
+/// confirms was timed in the search's worker (after other candidates) and again in a fresh
+/// worker, both through the one timing routine. Over five runs, the median of the confirmed
+/// / search ratios is within 1.5x either way. A statistics check over many pairs, not a
+/// timing assertion: one pair can be far apart on a busy machine (that is what the unstable
+/// flag is for), the median of all cannot unless the two workers measure differently.
+#[test]
+fn a_schedule_measured_in_two_workers_takes_the_same_time() {
+    let db = TempDb::new("agreeing-workers");
+    for _ in 0..5 {
+        succeed(&mut tune_command(
+            db.path(),
+            MATMUL,
+            MATMUL_32,
+            &["--trials", "4"],
+        ));
+    }
+    let mut ratios = Vec::new();
+    for (_, ms) in runs(db.path()) {
+        for confirmed in ms.iter().filter(|m| m.remeasured) {
+            let searched = ms
+                .iter()
+                .find(|m| !m.remeasured && m.schedule_hash == confirmed.schedule_hash)
+                .expect("a confirmed schedule was searched");
+            if let (Some(c), Some(s)) = (confirmed.median_s, searched.median_s) {
+                ratios.push(c / s);
+            }
+        }
+    }
+    assert!(ratios.len() >= 10, "{ratios:?}");
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios[ratios.len() / 2];
+    assert!(
+        (1.0 / 1.5..=1.5).contains(&median),
+        "confirmed / search: median {median:.2} of {ratios:.2?}"
+    );
+}

@@ -359,13 +359,25 @@ impl WorkerState {
         if let Err(e) = agree_within(&got, &self.expected, self.tolerance) {
             return Outcome::WrongAnswer(e);
         }
-        let timed = match self.past_cutoff(check_s, request.cutoff_s) {
+        let timing = self.timing(request.cutoff_s);
+        let timed = match timing.cutoff {
             // Already past the cutoff on the checked run: that run is its one timing. A
             // candidate 20 times slower than the best took three of its runs (checked,
             // warm-up, timed), and on an app-sized pipeline such candidates (an inlined
             // scatter recomputed per point: seconds a run) were most of a tuning run's time.
-            true => one_run(check_s, compile_s),
-            false => self.time(&kernel, &mut got, request.cutoff_s, compile_s),
+            Some(c) if check_s > c.as_secs_f64().max(self.setup.min_time_s) => {
+                one_run(check_s, compile_s)
+            }
+            _ => match strata_jit::time_runs(
+                &kernel,
+                &self.args,
+                &mut got,
+                self.setup.threads,
+                &timing,
+            ) {
+                Ok(t) => timed_outcome(&t, compile_s),
+                Err(e) => Outcome::Refused(e.to_string()),
+            },
         };
         match fault {
             Some("unstable") if request.confirm => slowed(timed, BUSY_FACTOR),
@@ -373,52 +385,23 @@ impl WorkerState {
         }
     }
 
-    /// Whether a first run (checked or warm-up) of `seconds` is far enough past `cutoff_s` to
-    /// be a candidate's only timing: past the cutoff and longer than the minimum timing time.
-    /// A first run pays for allocating its output and for cold caches and pages: for a kernel
-    /// of microseconds that alone can be 20 times a warm run, and a fast candidate timed
-    /// by it would be recorded as slow. Past the minimum time, it is the kernel's own.
-    fn past_cutoff(&self, seconds: f64, cutoff_s: Option<f64>) -> bool {
-        cutoff_s.is_some_and(|c| seconds > c.max(self.setup.min_time_s))
+    /// How this worker times a candidate: the one timing routine `strata run` and
+    /// `strata compare` use, for the tuning run's minimum time, cut short past `cutoff_s`.
+    fn timing(&self, cutoff_s: Option<f64>) -> strata_jit::Timing {
+        let min_time = Duration::try_from_secs_f64(self.setup.min_time_s).unwrap_or_default();
+        let cutoff = cutoff_s.and_then(|c| Duration::try_from_secs_f64(c).ok());
+        strata_jit::Timing::for_at_least(min_time).with_cutoff(cutoff)
     }
+}
 
-    /// One warm-up run, then repetitions for at least `min_time` (at least 3), unless a run
-    /// (the warm-up or the first timed one) is already past the cutoff: then that run alone.
-    fn time(
-        &self,
-        kernel: &strata_jit::CompiledKernel,
-        output: &mut Buffer,
-        cutoff_s: Option<f64>,
-        compile_s: f64,
-    ) -> Outcome {
-        // One output for every run, so the timings hold the kernel and not its allocation.
-        let warm_up = Instant::now();
-        let _ = kernel.run_into(&self.args, output, self.setup.threads);
-        let warm_up_s = warm_up.elapsed().as_secs_f64();
-        if self.past_cutoff(warm_up_s, cutoff_s) {
-            return one_run(warm_up_s, compile_s);
-        }
-        let start = Instant::now();
-        let mut times = Vec::new();
-        while times.len() < 3 || start.elapsed().as_secs_f64() < self.setup.min_time_s {
-            let t = Instant::now();
-            let _ = kernel.run_into(&self.args, output, self.setup.threads);
-            times.push(t.elapsed().as_secs_f64());
-            if times.len() == 1 && cutoff_s.is_some_and(|c| times[0] > c) {
-                break;
-            }
-            if times.len() >= 10_000 {
-                break;
-            }
-        }
-        times.sort_by(f64::total_cmp);
-        Outcome::Timed {
-            median_s: times[times.len() / 2],
-            min_s: times[0],
-            max_s: times[times.len() - 1],
-            runs: times.len() as u32,
-            compile_s,
-        }
+/// The outcome of a timed candidate.
+fn timed_outcome(t: &strata_jit::Timings, compile_s: f64) -> Outcome {
+    Outcome::Timed {
+        median_s: t.median().as_secs_f64(),
+        min_s: t.min().as_secs_f64(),
+        max_s: t.max().as_secs_f64(),
+        runs: t.runs() as u32,
+        compile_s,
     }
 }
 
