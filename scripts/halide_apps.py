@@ -45,9 +45,10 @@ Run (all three apps, every schedule, JSON lines to a file):
 
 Comparing with strata's outputs: write the inputs, let strata compute on them, compare:
 
-    /work/halide-venv/bin/python scripts/halide_apps.py --write-inputs /tmp/apps
-        (writes /tmp/apps/<app>_input.npy and prints the `strata run` commands that write
-         /tmp/apps/<app>_strata.npy, then exits)
+    /work/halide-venv/bin/python scripts/halide_apps.py --write-inputs /tmp/apps > /tmp/apps/run.sh
+        (writes /tmp/apps/<app>_input.npy and prints the `strata run` commands, each app under
+         its examples/schedules/<app>.sched, that write /tmp/apps/<app>_strata.npy; run them
+         from the repository's root: sh /tmp/apps/run.sh)
     /work/halide-venv/bin/python scripts/halide_apps.py \
         --strata-output local_laplacian=/tmp/apps/local_laplacian_strata.npy \
         --strata-output interpolate=/tmp/apps/interpolate_strata.npy \
@@ -79,10 +80,12 @@ x, y, z, c, k = hl.Var("x"), hl.Var("y"), hl.Var("z"), hl.Var("c"), hl.Var("k")
 class Built:
     """One app's pipeline, freshly defined (schedules are state on the Funcs, so every
     schedule gets its own build): the output Func, the arguments in the order the compiled
-    callable takes them, the values of the scalar arguments, and every Func by strata's name."""
+    callable takes them, the values of the scalar arguments, every Func by strata's name, and
+    the RDom a hand schedule names (bilateral grid's)."""
 
-    def __init__(self, out, inp, params, values, funcs):
+    def __init__(self, out, inp, params, values, funcs, rdom=None):
         self.out, self.inp, self.params, self.values, self.funcs = out, inp, params, values, funcs
+        self.rdom = rdom
 
     def __getitem__(self, name):
         return self.funcs[name]
@@ -380,14 +383,12 @@ def build_bilateral_grid(h, w):
     inp.set_estimates([hl.Range(0, w), hl.Range(0, h)])
     bins.set_estimate(RANGE_BINS)
     out.set_estimates([hl.Range(0, w), hl.Range(0, h)])
-    b = Built(out, inp, [bins], [RANGE_BINS], f)
-    b.r = r
-    return b
+    return Built(out, inp, [bins], [RANGE_BINS], f, rdom=r)
 
 
 def hand_bilateral_grid(b, target):
     """Halide 21's CPU schedule (apps/bilateral_grid/bilateral_grid_generator.cpp, v21.0.0)."""
-    r = b.r
+    r = b.rdom
     b["blurz"].compute_at(b["blurx"], y).reorder(c, z, x, y).vectorize(x, 8).unroll(c)
     b["grid"].compute_at(b["blurz"], y)
     b["grid"].update().reorder(c, r.x, r.y, x, y).unroll(c)
@@ -447,12 +448,11 @@ def write_inputs(directory, args):
     """Save each app's input as strata reads it (--input input=FILE.npy), print the strata
     command lines that write strata's outputs next to them."""
     os.makedirs(directory, exist_ok=True)
-    strata = "/work/prof-target/release/strata"
     for name, a in APPS.items():
         path = os.path.join(directory, f"{name}_input.npy")
         np.save(path, app_input(name, args))
         outp = os.path.join(directory, f"{name}_strata.npy")
-        words = [strata, "run", f"examples/kernels/{name}.strata", f"--input input={path}", a["params"],
+        words = [args.strata_bin, "run", f"examples/kernels/{name}.strata", f"--input input={path}", a["params"],
                  f"--schedule @examples/schedules/{name}.sched", "--threads 1 --min-time 0.1", f"--output {outp}"]
         print(" ".join(w for w in words if w))
 
@@ -508,46 +508,51 @@ def measure(app, sched, inp_planar, reference, strata_out, args, target, timed=T
     a = APPS[app]
     rec = {"app": app, "schedule": sched, "shape": [a["h"], a["w"]], "threads": 1}
     build = a["build"]
-    b = build(a["h"], a["w"], args.interpolate_clamp4) if app == "interpolate" else build(a["h"], a["w"])
+    if app == "interpolate" and args.interpolate_clamp4:
+        rec["variant"] = "Halide's clamp at level 4 (not strata's math)"
+        b = build(a["h"], a["w"], clamp4=True)
+    else:
+        b = build(a["h"], a["w"])
     pipeline = hl.Pipeline(b.out)
+    shape = (a["channels"], a["h"], a["w"]) if a["channels"] else (a["h"], a["w"])
+    out = np.zeros(shape, np.float32)  # planar: Halide's (x, y[, c])
+    call_args = [hl.Buffer(inp_planar)] + b.values + [hl.Buffer(out)]
     try:
         rec["autoschedule_s"] = schedule(b, pipeline, sched, target, app, args.dump_schedules)
         t0 = time.perf_counter()
         fn = pipeline.compile_to_callable([hl.Argument(p) for p in [b.inp] + b.params], target)
         rec["compile_s"] = time.perf_counter() - t0
-    except Exception as ex:  # an autoscheduler or the compiler refusing: report, carry on
+        fn(*call_args)
+    except Exception as ex:  # an autoscheduler, the compiler or the run failing: report, carry on
         rec["error"] = f"{type(ex).__name__}: {ex}".strip()
         return rec, None
-    shape = (a["channels"], a["h"], a["w"]) if a["channels"] else (a["h"], a["w"])
-    out = np.zeros(shape, np.float32)
-    in_buf, out_buf = hl.Buffer(inp_planar), hl.Buffer(out)
-    call_args = [in_buf] + b.values + [out_buf]
-    fn(*call_args)
     result = out.copy()
     if reference is not None:
         err = float(np.max(np.abs(result - reference)) / max(float(np.max(np.abs(reference))), 1e-30))
         rec["rel_err_vs_root"], rec["ok"] = err, bool(err <= 1e-4)
     if strata_out is not None:
-        rec["max_abs_vs_strata"] = float(np.max(np.abs(result - to_planar(strata_out))))
+        rec["max_abs_vs_strata"] = float(np.max(np.abs(to_interleaved(result) - strata_out)))
     if timed:
         med, lo, n = time_runs(lambda: fn(*call_args), args.min_runs, args.min_time)
         rec.update(median_ms=med * 1e3, min_ms=lo * 1e3, runs=n)
     return rec, result
 
 
-def fmt(v, spec):
-    return "-" if v is None else format(v, spec)
+def fmt(v, width, prec=2):
+    return f"{'-':>{width}}" if v is None else f"{v:>{width}.{prec}f}"
 
 
 def print_row(rec):
     if "error" in rec:
         print(f"{rec['app']:<16} {rec['schedule']:<14} FAILED: {rec['error'][:300]}", flush=True)
         return
-    check = "ok" if rec.get("ok", True) else f"MISMATCH {rec['rel_err_vs_root']:.2e}"
-    strata = f"  vs strata max abs {rec['max_abs_vs_strata']:.3g}" if "max_abs_vs_strata" in rec else ""
-    print(f"{rec['app']:<16} {rec['schedule']:<14} {rec['median_ms']:>10.3f} {rec['min_ms']:>10.3f} "
-          f"{fmt(rec.get('compile_s'), '10.2f')} {fmt(rec.get('autoschedule_s'), '>12.2f')}  {check}{strata}",
-          flush=True)
+    if "ok" not in rec:
+        check = "reference" if rec["schedule"] == "root" else "unchecked"
+    else:
+        check = "ok" if rec["ok"] else f"MISMATCH (relative error {rec['rel_err_vs_root']:.2e})"
+    strata = f"  vs strata: max abs {rec['max_abs_vs_strata']:.3g}" if "max_abs_vs_strata" in rec else ""
+    print(f"{rec['app']:<16} {rec['schedule']:<14} {fmt(rec['median_ms'], 10, 3)} {fmt(rec['min_ms'], 10, 3)} "
+          f"{fmt(rec.get('compile_s'), 10)} {fmt(rec.get('autoschedule_s'), 12)}  {check}{strata}", flush=True)
 
 
 def parse_args():
@@ -561,6 +566,8 @@ def parse_args():
                     help="strata's output for APP (interleaved, as `strata run --output` writes it)")
     ap.add_argument("--write-inputs", metavar="DIR",
                     help="write each app's input to DIR/<app>_input.npy, print the strata commands, exit")
+    ap.add_argument("--strata-bin", default="/work/prof-target/release/strata",
+                    help="the strata binary --write-inputs' commands name")
     ap.add_argument("--interpolate-input", default="/tmp/smooth.npy")
     ap.add_argument("--interpolate-clamp4", action="store_true",
                     help="interpolate with Halide's clamp at pyramid level 4 (not strata's math)")
@@ -585,7 +592,7 @@ def main():
         inp_planar = to_planar(app_input(app, args))
         strata_out = np.load(strata_outputs[app]) if app in strata_outputs else None
         reference = None
-        # root always runs first when checking: its output is the reference for the others.
+        # root always runs first (untimed when not asked for): its output is the reference.
         order = ["root"] + [s for s in args.schedules if s != "root"]
         for sched in order:
             timed = sched in args.schedules
