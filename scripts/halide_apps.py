@@ -251,16 +251,14 @@ def input_local_laplacian(h, w):
 IP_LEVELS = 10
 
 
-def build_interpolate(h, w, clamp4=False):
+def build_interpolate(h, w):
     """examples/kernels/interpolate.strata. strata's d{l}, dx{l}, interp{l}, ux{l}, up{l}, out
     are Halide's downsampled[l], downx[l], interpolated[l], upsampledx[l], upsampled[l],
     normalize; Halide's interpolated[9] is an identity of downsampled[9], here d9 itself.
 
-    Halide's generator also clamps downsampled[3] to [0, width / 8] x [0, height / 8] where
-    downsampled[4] reads it ("otherwise we look 512 pixels off each edge"); strata's file does
-    not, so neither does this by default: every level then covers about 512 pixels beyond
-    each edge of the image, which dominates the work at 128x128. --interpolate-clamp4 puts
-    Halide's clamp back (the output then differs from strata's near the edges)."""
+    Level 4 reads level 3 through a clamp to [0, width / 8] x [0, height / 8], in both
+    (Halide's "otherwise we look 512 pixels off each edge"); Halide's is an inline lambda,
+    here an unscheduled (so inlined) Func."""
     f = Funcs()
     inp = hl.ImageParam(hl.Float(32), 3, "input")
     inp.dim(2).set_bounds(0, 4)  # RGBA
@@ -268,7 +266,7 @@ def build_interpolate(h, w, clamp4=False):
     f["d0"][x, y, c] = hl.select(c < 3, src[x, y, c] * src[x, y, 3], src[x, y, 3])
     for l in range(1, IP_LEVELS):
         prev = f[f"d{l - 1}"]
-        if clamp4 and l == 4:
+        if l == 4:
             f["d3_clamped"][x, y, c] = prev[hl.clamp(x, 0, inp.width() // 8), hl.clamp(y, 0, inp.height() // 8), c]
             prev = f["d3_clamped"]
         dx = f[f"dx{l}"]
@@ -507,12 +505,7 @@ def measure(app, sched, inp_planar, reference, strata_out, args, target, timed=T
     record for the table and the output (planar), or None when it failed."""
     a = APPS[app]
     rec = {"app": app, "schedule": sched, "shape": [a["h"], a["w"]], "threads": 1}
-    build = a["build"]
-    if app == "interpolate" and args.interpolate_clamp4:
-        rec["variant"] = "Halide's clamp at level 4 (not strata's math)"
-        b = build(a["h"], a["w"], clamp4=True)
-    else:
-        b = build(a["h"], a["w"])
+    b = a["build"](a["h"], a["w"])
     pipeline = hl.Pipeline(b.out)
     shape = (a["channels"], a["h"], a["w"]) if a["channels"] else (a["h"], a["w"])
     out = np.zeros(shape, np.float32)  # planar: Halide's (x, y[, c])
@@ -569,8 +562,6 @@ def parse_args():
     ap.add_argument("--strata-bin", default="/work/prof-target/release/strata",
                     help="the strata binary --write-inputs' commands name")
     ap.add_argument("--interpolate-input", default="/tmp/smooth.npy")
-    ap.add_argument("--interpolate-clamp4", action="store_true",
-                    help="interpolate with Halide's clamp at pyramid level 4 (not strata's math)")
     ap.add_argument("--dump-schedules", metavar="DIR", help="write each autoscheduler's schedule here")
     ap.add_argument("--target", help="Halide target string (default: the host)")
     return ap.parse_args()

@@ -21,7 +21,10 @@ pub fn all_at_root(p: &Pipeline) -> Result<Schedule, Diagnostic> {
 }
 
 /// Premultiply, `levels - 1` downsamplings, as many upsample-and-blend steps, normalize; four
-/// channels, read through `clamp_edge`. At least one level.
+/// channels, read through `clamp_edge`. At least one level. As in Halide's app, the fourth
+/// downsampling reads the third level through a clamp to its size (`H / 8`, `W / 8`): without
+/// it every level's footprint reaches 512 pixels past each edge of the image, which at small
+/// sizes is most of the work.
 pub fn interpolate(levels: usize) -> String {
     let levels = levels.max(1);
     let mut s = String::from(
@@ -30,7 +33,15 @@ pub fn interpolate(levels: usize) -> String {
     s += "    d0(y, x, c) = select(c < 3, input(y, x, c) * input(y, x, 3), input(y, x, 3));\n";
     for l in 1..levels {
         let p = format!("d{}", l - 1);
-        s += &format!("    dx{l}(y, x, c) = ({p}(y, 2 * x - 1, c) + 2.0 * {p}(y, 2 * x, c) + {p}(y, 2 * x + 1, c)) * 0.25;\n");
+        // The row and columns `dx{l}` reads `p` at, clamped at level 4.
+        let clamped = l == 4;
+        let row = if clamped { "clamp(y, 0, H / 8)" } else { "y" };
+        let col = |dx: &str| match clamped {
+            true => format!("clamp(2 * x{dx}, 0, W / 8)"),
+            false => format!("2 * x{dx}"),
+        };
+        let (a, b, c) = (col(" - 1"), col(""), col(" + 1"));
+        s += &format!("    dx{l}(y, x, c) = ({p}({row}, {a}, c) + 2.0 * {p}({row}, {b}, c) + {p}({row}, {c}, c)) * 0.25;\n");
         s += &format!("    d{l}(y, x, c) = (dx{l}(2 * y - 1, x, c) + 2.0 * dx{l}(2 * y, x, c) + dx{l}(2 * y + 1, x, c)) * 0.25;\n");
     }
     let mut prev = format!("d{}", levels - 1);
