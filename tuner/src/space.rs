@@ -22,9 +22,13 @@ use strata_dsl::ir::{Expr, InputKind, Pipeline, Update, UpdateOp};
 use strata_dsl::{BinOp, Dtype};
 use strata_jit::Backend;
 use strata_scheduler::lower::lift_reductions::{lift_reductions, Lifted};
-use strata_scheduler::lower::limits::check_limits;
+use strata_scheduler::lower::limits::{check_limits, largest_inlined};
 use strata_scheduler::schedule::validate::{effective_consumers, validate, FuncPlan, Placement};
 use strata_scheduler::schedule::{rfactor, Directive, LoopLevel, Schedule, StageRef};
+
+/// The largest definition, in expression nodes once inlined functions are substituted, a
+/// schedule of the space may have (`Space::schedule`).
+pub const MAX_INLINED_NODES: u64 = 1 << 16;
 
 /// Split factors a gene can pick (1: no split).
 pub const FACTORS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
@@ -443,6 +447,14 @@ impl Space {
         // another: millions of nodes) is not a point of the space: measured, it was a trial
         // spent on a compile error, two of every three on the 10-level interpolation.
         check_limits(&plan).ok()?;
+        // Far below that limit, a definition with pyramid levels inlined into one another
+        // (hundreds of thousands of nodes) took seconds to lower and compile and ran 30-80
+        // times slower than the best: the interpolation's timeouts (10 s each) and the
+        // bilateral grid's slowest candidates were all past this bound, the examples' default
+        // and hand schedules all below a fifth of it (the largest: 13,470 nodes).
+        if largest_inlined(&plan).is_some_and(|(_, nodes)| nodes > MAX_INLINED_NODES) {
+            return None;
+        }
         schedule.lines.retain(|l| !l.directives.is_empty());
         Some(schedule)
     }

@@ -272,3 +272,73 @@ fn a_sliding_placement_is_stored_one_loop_out_and_slides() {
         );
     }
 }
+
+/// The placements of a 10-level interpolation's candidate that timed out (trial 13 of a
+/// tuning run; `Space::funcs` order).
+const TRIAL_13_PLACES: &str = r#"["Inline","Inline",{"At":0},"Inline","Root","Inline","Inline",
+    "Inline","Root","Inline","Inline","Inline","Inline","Inline","Inline","Root","Inline","Inline",
+    "Root","Inline","Inline","Inline","Inline","Inline","Inline","Inline","Inline","Inline",
+    "Inline","Inline","Inline","Root","Inline","Inline","Root","Root","Root","Inline","Root",
+    "Inline","Inline","Inline","Inline","Inline","Inline","Root","Root"]"#;
+
+/// A schedule whose largest definition, inlined functions substituted, passes
+/// `MAX_INLINED_NODES` is not a point of the space, though lowering would accept it: the
+/// interpolation's trial 13 of a tuning run (levels inlined into one another, ~340,000 nodes)
+/// timed out at 10 s. Every schedule the space makes of mutated genomes stays within the bound.
+#[test]
+fn pyramid_levels_inlined_into_one_another_are_left_out() {
+    use strata_scheduler::lower::lift_reductions::lift_reductions;
+    use strata_scheduler::lower::limits::{check_limits, largest_inlined};
+    use strata_scheduler::schedule::validate::validate;
+    use strata_tuner::space::{Place, MAX_INLINED_NODES};
+    let pipeline = strata_dsl::parse_kernel(
+        &strata_scheduler::generate_apps::interpolate(10),
+        "interpolate",
+    )
+    .unwrap();
+    let space = Space::new(&pipeline);
+    let mut g = space.default_genome();
+    // Trial 13's placements, as the tuning database recorded its genome.
+    g.places = serde_json::from_str(TRIAL_13_PLACES).unwrap();
+    assert!(space.schedule(&g).is_none(), "the space made it");
+    // The same placements as a schedule: legal, within lowering's limits, past the bound.
+    let mut text = String::new();
+    for (i, (name, _, is_output)) in space.funcs.iter().enumerate() {
+        match g.places[i] {
+            _ if *is_output => {}
+            Place::Inline => text += &format!("{name}: compute_inline()\n"),
+            Place::Root => text += &format!("{name}: compute_root()\n"),
+            Place::At(0) => text += &format!("{name}: compute_at(out, y)\n"),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    let schedule = strata_scheduler::schedule::text::parse_schedule(&text).unwrap();
+    let plan = validate(&lift_reductions(&pipeline), &schedule).unwrap();
+    assert!(check_limits(&plan).is_ok());
+    let (func, nodes) = largest_inlined(&plan).unwrap();
+    assert!(nodes > MAX_INLINED_NODES, "{func}: {nodes}");
+
+    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(5);
+    let lifted = lift_reductions(&pipeline);
+    // A walk of mutations from a seed, as the search makes its candidates (random genomes of
+    // this pipeline, or mutations of the all-inline default genome, are almost never legal).
+    let mut made = 0;
+    let mut walker = space
+        .seeds()
+        .into_iter()
+        .find(|g| space.schedule(g).is_some())
+        .expect("a seed makes a schedule");
+    for _ in 0..300 {
+        let next = space.mutate(&walker, &mut rng);
+        if let Some(s) = space.schedule(&next) {
+            let plan = validate(&lifted, &s).unwrap();
+            assert!(
+                largest_inlined(&plan).unwrap().1 <= MAX_INLINED_NODES,
+                "{s}"
+            );
+            made += 1;
+            walker = next;
+        }
+    }
+    assert!(made >= 20, "only {made} of 300 mutations made schedules");
+}

@@ -71,7 +71,54 @@ pub fn check_limits(plan: &Plan) -> Result<(), LowerError> {
         }
         depths.insert(&func.name, depth);
     }
-    check_inlined_sizes(pipeline, &is_inline)
+    let sizes = inlined_sizes(plan);
+    match sizes.into_iter().find(|(_, nodes)| *nodes > MAX_EXPR_NODES) {
+        Some((func, largest)) => Err(LowerError::TooLarge(format!(
+            "`{func}` has {largest} or more expression nodes once the functions it inlines are \
+             substituted; lowering accepts at most {MAX_EXPR_NODES} (compute some of them \
+             with `compute_root()`)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The function of `plan` whose definition is largest once the functions it inlines are
+/// substituted, and an upper bound of its nodes; `None` for no functions. The tuner leaves out
+/// schedules far below lowering's limit by it: what it takes to lower, compile and run such a
+/// definition grows with its size.
+pub fn largest_inlined(plan: &Plan) -> Option<(&str, u64)> {
+    inlined_sizes(plan)
+        .into_iter()
+        .max_by_key(|(_, nodes)| *nodes)
+}
+
+/// Each function's definition's size once the functions it inlines are substituted (an upper
+/// bound of its nodes, saturating; its largest definition), callees first.
+fn inlined_sizes(plan: &Plan) -> Vec<(&str, u64)> {
+    let is_inline = |name: &str| {
+        plan.funcs
+            .get(name)
+            .is_some_and(|p| p.compute == Placement::Inline)
+    };
+    let mut sizes: HashMap<&str, Size> = HashMap::new();
+    let mut largest = Vec::new();
+    for func in callees_first(plan.pipeline()) {
+        let inlined = |callee: &str| {
+            is_inline(callee)
+                .then(|| sizes.get(callee).copied())
+                .flatten()
+        };
+        let value = size(&func.value, &inlined);
+        let nodes = func
+            .updates
+            .iter()
+            .flat_map(|u| u.args.iter().chain([&u.value]))
+            .map(|e| size(e, &inlined).nodes)
+            .fold(value.nodes, u64::max);
+        largest.push((func.name.as_str(), nodes));
+        sizes.insert(&func.name, value);
+    }
+    largest
 }
 
 /// An expression's size once inlined: its nodes, and how many of them are variables (where an
@@ -80,38 +127,6 @@ pub fn check_limits(plan: &Plan) -> Result<(), LowerError> {
 struct Size {
     nodes: u64,
     vars: u64,
-}
-
-/// Refuses a definition larger than `MAX_EXPR_NODES` once inlined functions are substituted.
-fn check_inlined_sizes(
-    pipeline: &Pipeline,
-    is_inline: &dyn Fn(&str) -> bool,
-) -> Result<(), LowerError> {
-    let mut sizes: HashMap<&str, Size> = HashMap::new();
-    for func in callees_first(pipeline) {
-        let inlined = |callee: &str| {
-            is_inline(callee)
-                .then(|| sizes.get(callee).copied())
-                .flatten()
-        };
-        let value = size(&func.value, &inlined);
-        let largest = func
-            .updates
-            .iter()
-            .flat_map(|u| u.args.iter().chain([&u.value]))
-            .map(|e| size(e, &inlined).nodes)
-            .fold(value.nodes, u64::max);
-        if largest > MAX_EXPR_NODES {
-            return Err(LowerError::TooLarge(format!(
-                "`{}` has {largest} or more expression nodes once the functions it inlines are \
-                 substituted; lowering accepts at most {MAX_EXPR_NODES} (compute some of them \
-                 with `compute_root()`)",
-                func.name
-            )));
-        }
-        sizes.insert(&func.name, value);
-    }
-    Ok(())
 }
 
 /// An upper bound of `e`'s size after inlining (saturating): an inlined call is its callee's
