@@ -1,7 +1,8 @@
 //! Lowering: a Pipeline and a Schedule to loop IR, as a fixed list of named passes (Halide's
 //! `Lower.cpp` is the model). Each pass is one file whose doc comment says what it establishes.
 //! Set `STRATA_LOG_PASSES=1` to print the IR after every pass (passes that changed nothing are
-//! marked `(unchanged)`).
+//! marked `(unchanged)`). The verifier checks the IR after every pass from storage flattening
+//! on in debug builds and with `STRATA_VERIFY_PASSES=1`, at the end of lowering always.
 
 pub mod access_sites;
 pub mod bounds;
@@ -131,6 +132,33 @@ impl PassLog {
     }
 }
 
+/// Verifies the statement after each pass from storage flattening on (the earlier passes'
+/// statements still hold multi-dimensional realizations, which the verifier refuses), in debug
+/// builds (every test) and when `STRATA_VERIFY_PASSES=1`: a pass that breaks the IR is named,
+/// rather than found by the final verifier or, worse, by code generation.
+struct PassVerifier {
+    /// The kernel's frame (sizes, parameters, inputs, output) when verifying.
+    frame: Option<LoweredKernel>,
+}
+
+impl PassVerifier {
+    fn new(pipeline: &Pipeline) -> PassVerifier {
+        let on =
+            cfg!(debug_assertions) || std::env::var("STRATA_VERIFY_PASSES").is_ok_and(|v| v == "1");
+        PassVerifier {
+            frame: on.then(|| kernel_signature(pipeline, CallChecks::default(), Stmt::NoOp)),
+        }
+    }
+
+    fn after(&self, pass: &str, s: &Stmt, left: verify::LoopsLeft) -> Result<(), LowerError> {
+        match &self.frame {
+            Some(frame) => verify::verify_body(frame, s, left)
+                .map_err(|e| LowerError::Verify(format!("after {pass}: {e}"))),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Rewrites `s` top down: each serial loop `rewrite` transforms is replaced (and not visited
 /// further); every other statement keeps its shape with its children rewritten. The shape of
 /// the passes that act on a loop nest as a whole (`interchange_lanes`, `vector_accumulators`).
@@ -187,21 +215,30 @@ fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel,
     }
     let s = empty_inputs::version_empty_inputs(&s, &inlined);
     log.log("empty inputs", &s);
+    let verifier = PassVerifier::new(&inlined);
+    use verify::LoopsLeft::{None as Lowered, Unrolled, VectorizedAndUnrolled};
     let s = flatten::flatten(&s, &inlined, plan);
     log.log("storage flattening", &s);
+    verifier.after("storage flattening", &s, VectorizedAndUnrolled)?;
     let s = partition_loops::partition_loops(&s);
     log.log("loop partitioning", &s);
+    verifier.after("loop partitioning", &s, VectorizedAndUnrolled)?;
     let mut serial_vectors = Vec::new();
     let s = vectorize::vectorize_noting(&s, &mut serial_vectors);
     log.log("vectorization", &s);
+    verifier.after("vectorization", &s, Unrolled)?;
     let s = unroll::unroll(&s);
     log.log("unrolling", &s);
+    verifier.after("unrolling", &s, Lowered)?;
     let s = crate::simplify::simplify(&s);
     log.log("simplification", &s);
+    verifier.after("simplification", &s, Lowered)?;
     let s = unswitch::unswitch(&s);
     log.log("unswitching", &s);
+    verifier.after("unswitching", &s, Lowered)?;
     let s = interchange_lanes::interchange_lanes(&s);
     log.log("lane-loop interchange", &s);
+    verifier.after("lane-loop interchange", &s, Lowered)?;
     let s = vector_accumulators::vector_accumulators(&s);
     log.log("vector accumulators", &s);
     let mut kernel = kernel_signature(&inlined, checks, s);
@@ -395,6 +432,7 @@ fn checked_sites(
 
 /// What a call of the kernel is checked against, found from the realized statement (before
 /// later passes blur which loop an access lies in).
+#[derive(Default)]
 struct CallChecks {
     input_regions: Vec<(String, Vec<Range>)>,
     output_region: Vec<Vec<Range>>,

@@ -13,27 +13,65 @@ use strata_dsl::Dtype;
 
 /// The first problem found in a lowered kernel.
 pub fn verify(kernel: &LoweredKernel) -> Result<(), String> {
-    let mut v = Verifier::default();
-    for size in &kernel.sizes {
+    verify_body(kernel, &kernel.body, LoopsLeft::None)
+}
+
+/// Which loops the statement being verified may still have: the passes that make vectorized
+/// and unrolled loops into code come after storage flattening, where verifying starts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum LoopsLeft {
+    /// Vectorized and unrolled loops (before vectorization).
+    VectorizedAndUnrolled,
+    /// Unrolled loops (after vectorization, before unrolling).
+    Unrolled,
+    /// Neither: the lowered kernel.
+    None,
+}
+
+/// Verifies `body` as the body of `frame` (its sizes, parameters, inputs and output), with the
+/// loops `left` still allowed: lowering checks the statement after every pass from storage
+/// flattening on with it (in debug builds, or with `STRATA_VERIFY_PASSES=1`).
+pub(crate) fn verify_body(
+    frame: &LoweredKernel,
+    body: &Stmt,
+    left: LoopsLeft,
+) -> Result<(), String> {
+    let mut v = Verifier {
+        left,
+        ..Verifier::default()
+    };
+    for size in &frame.sizes {
         v.vars.push((size.clone(), Type::I32));
     }
-    for (name, dtype) in &kernel.params {
+    for (name, dtype) in &frame.params {
         v.params.insert(name.clone(), *dtype);
     }
-    for input in &kernel.inputs {
+    for input in &frame.inputs {
         v.buffers.push((input.name.clone(), input.dtype));
     }
     v.buffers
-        .push((kernel.output.name.clone(), kernel.output.dtype));
-    v.stmt(&kernel.body)
+        .push((frame.output.name.clone(), frame.output.dtype));
+    v.stmt(body)
 }
 
-#[derive(Default)]
 struct Verifier {
+    /// The loop kinds lowering has not made into code yet.
+    left: LoopsLeft,
     vars: Vec<(String, Type)>,
     params: HashMap<String, Dtype>,
     /// Buffers in scope: name and element type.
     buffers: Vec<(String, Dtype)>,
+}
+
+impl Default for Verifier {
+    fn default() -> Verifier {
+        Verifier {
+            left: LoopsLeft::None,
+            vars: Vec::new(),
+            params: HashMap::new(),
+            buffers: Vec::new(),
+        }
+    }
 }
 
 impl Verifier {
@@ -66,7 +104,12 @@ impl Verifier {
                 kind,
                 body,
             } => {
-                if matches!(kind, ForKind::Vectorized | ForKind::Unrolled) {
+                let allowed = match kind {
+                    ForKind::Vectorized => self.left == LoopsLeft::VectorizedAndUnrolled,
+                    ForKind::Unrolled => self.left != LoopsLeft::None,
+                    _ => true,
+                };
+                if !allowed {
                     return Err(format!("loop `{var}` is still {kind:?} after lowering"));
                 }
                 self.scalar_int(min, "a loop min")?;
@@ -218,5 +261,49 @@ fn operand_types(e: &Expr) -> Result<(), String> {
         Expr::Cast(t, a) if t.lanes != a.ty().lanes => Err(format!("`{e}` changes the width")),
         Expr::Ramp { base, stride, .. } => same(base, stride),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `out[i] = 1.0` in a loop of `kind` over 4 points, in the frame of a kernel with an f32
+    /// output `out`.
+    fn one_loop(kind: ForKind) -> (LoweredKernel, Stmt) {
+        let pipeline =
+            strata_dsl::parse_kernel("kernel k(a: f32[N]) -> out: f32[N] { out(i) = a(i); }", "k")
+                .unwrap();
+        let frame = crate::lower::lower(&pipeline, &crate::Schedule::new()).unwrap();
+        let body = Stmt::For {
+            var: "i".into(),
+            min: Expr::int(0),
+            extent: Expr::int(4),
+            kind,
+            body: Box::new(Stmt::Store {
+                buffer: "out".into(),
+                index: Expr::Var("i".into(), Type::I32),
+                value: Expr::Const(strata_dsl::Value::F32(1.0)),
+            }),
+        };
+        (frame, body)
+    }
+
+    #[test]
+    fn vectorized_and_unrolled_loops_are_allowed_until_their_pass() {
+        use LoopsLeft::{None as Lowered, Unrolled, VectorizedAndUnrolled};
+        let (frame, vectorized) = one_loop(ForKind::Vectorized);
+        assert!(verify_body(&frame, &vectorized, VectorizedAndUnrolled).is_ok());
+        for left in [Unrolled, Lowered] {
+            let err = verify_body(&frame, &vectorized, left).unwrap_err();
+            assert!(err.contains("still Vectorized"), "{err}");
+        }
+        let (frame, unrolled) = one_loop(ForKind::Unrolled);
+        assert!(verify_body(&frame, &unrolled, VectorizedAndUnrolled).is_ok());
+        assert!(verify_body(&frame, &unrolled, Unrolled).is_ok());
+        let err = verify_body(&frame, &unrolled, Lowered).unwrap_err();
+        assert!(err.contains("still Unrolled"), "{err}");
+        let (frame, serial) = one_loop(ForKind::Serial);
+        assert!(verify_body(&frame, &serial, Lowered).is_ok());
     }
 }
