@@ -91,6 +91,8 @@ struct PassLog {
     mode: LogMode,
     previous: Option<Stmt>,
     since: std::time::Instant,
+    /// Each pass's printed IR, in `LogMode::Collect` ([`lower_passes`]).
+    collected: Vec<PassIr>,
 }
 
 #[derive(PartialEq)]
@@ -98,6 +100,16 @@ enum LogMode {
     Off,
     Ir,
     Time,
+    Collect,
+}
+
+/// The IR after one named pass of lowering ([`lower_passes`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PassIr {
+    /// The pass, as `STRATA_LOG_PASSES` names it.
+    pub pass: String,
+    /// The printed statement after it; `None` when the pass changed nothing.
+    pub ir: Option<String>,
 }
 
 impl PassLog {
@@ -111,6 +123,14 @@ impl PassLog {
             mode,
             previous: None,
             since: std::time::Instant::now(),
+            collected: Vec::new(),
+        }
+    }
+
+    fn collecting() -> PassLog {
+        PassLog {
+            mode: LogMode::Collect,
+            ..PassLog::new()
         }
     }
 
@@ -126,6 +146,14 @@ impl PassLog {
             }
             LogMode::Ir => {
                 eprintln!("-- after {pass}:\n{s}\n");
+                self.previous = Some(s.clone());
+            }
+            LogMode::Collect => {
+                let changed = self.previous.as_ref() != Some(s);
+                self.collected.push(PassIr {
+                    pass: pass.to_string(),
+                    ir: changed.then(|| s.to_string()),
+                });
                 self.previous = Some(s.clone());
             }
         }
@@ -183,8 +211,26 @@ pub fn lower(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel, 
     limits::on_big_stack(|| lower_here(pipeline, schedule))
 }
 
+/// Lowers `pipeline` under `schedule` as [`lower`] does, and returns the IR after each pass
+/// (what `STRATA_LOG_PASSES=1` prints): the ladder's middle rung, pass by pass, for golden
+/// tests and for reading.
+pub fn lower_passes(pipeline: &Pipeline, schedule: &Schedule) -> Result<Vec<PassIr>, LowerError> {
+    limits::on_big_stack(|| {
+        let mut log = PassLog::collecting();
+        lower_logged(pipeline, schedule, &mut log)?;
+        Ok(log.collected)
+    })
+}
+
 fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel, LowerError> {
-    let mut log = PassLog::new();
+    lower_logged(pipeline, schedule, &mut PassLog::new())
+}
+
+fn lower_logged(
+    pipeline: &Pipeline,
+    schedule: &Schedule,
+    log: &mut PassLog,
+) -> Result<LoweredKernel, LowerError> {
     let lifted = lift_reductions::lift_reductions(pipeline);
     let versions = crate::schedule::specialize::versions(&lifted, schedule)?;
     refuse_self_reading_reductions(&lifted)?;
@@ -199,7 +245,7 @@ fn lower_here(pipeline: &Pipeline, schedule: &Schedule) -> Result<LoweredKernel,
     let mut bodies = Vec::new();
     for version in &versions.versions {
         let plan = specialize::with_known_multiples(&versions, version);
-        let (r, s) = lower_version(&inlined, &plan, &mut log)?;
+        let (r, s) = lower_version(&inlined, &plan, log)?;
         realized.push(r);
         bodies.push(s);
     }
