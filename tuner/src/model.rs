@@ -215,9 +215,9 @@ mod tests {
         // Gram matrix must give what `fit` computes from scratch.
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let xs: Vec<Vec<f64>> = (0..12)
-            .map(|_| (0..40).map(|_| rng.gen_range(-2.0..2.0)).collect())
+            .map(|_| (0..40).map(|_| rng.random_range(-2.0..2.0)).collect())
             .collect();
-        let ys: Vec<f64> = (0..12).map(|_| rng.gen_range(-5.0..5.0)).collect();
+        let ys: Vec<f64> = (0..12).map(|_| rng.random_range(-5.0..5.0)).collect();
         let dual = fit(&xs, &ys).unwrap();
         let primal = fit_primal(&xs, &ys).unwrap();
         for (d, p) in dual.iter().zip(&primal) {
