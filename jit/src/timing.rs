@@ -60,7 +60,7 @@ impl Timing {
     /// Whether one run of `took` is far enough past the cutoff to be the only timing. Past
     /// the minimum time too: a first run pays for cold caches and pages, which for a kernel of
     /// microseconds can be 20 times a warm run; past the minimum time, it is the kernel's own.
-    fn past_cutoff(&self, took: Duration) -> bool {
+    pub fn past_cutoff(&self, took: Duration) -> bool {
         self.cutoff.is_some_and(|c| took > c.max(self.min_time))
     }
 }

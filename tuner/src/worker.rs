@@ -352,7 +352,7 @@ impl WorkerState {
             Ok(b) => b,
             Err(e) => return Outcome::Refused(e.to_string()),
         };
-        let check_s = checked.elapsed().as_secs_f64();
+        let check = checked.elapsed();
         if fault == Some("wrong") {
             corrupt(&mut got);
         }
@@ -360,24 +360,18 @@ impl WorkerState {
             return Outcome::WrongAnswer(e);
         }
         let timing = self.timing(request.cutoff_s);
-        let timed = match timing.cutoff {
-            // Already past the cutoff on the checked run: that run is its one timing. A
-            // candidate 20 times slower than the best took three of its runs (checked,
-            // warm-up, timed), and on an app-sized pipeline such candidates (an inlined
-            // scatter recomputed per point: seconds a run) were most of a tuning run's time.
-            Some(c) if check_s > c.as_secs_f64().max(self.setup.min_time_s) => {
-                one_run(check_s, compile_s)
-            }
-            _ => match strata_jit::time_runs(
-                &kernel,
-                &self.args,
-                &mut got,
-                self.setup.threads,
-                &timing,
-            ) {
+        // Already past the cutoff on the checked run: that run is its one timing. A candidate
+        // 20 times slower than the best took three of its runs (checked, warm-up, timed), and on
+        // an app-sized pipeline such candidates (an inlined scatter recomputed per point:
+        // seconds a run) were most of a tuning run's time.
+        let timed = if timing.past_cutoff(check) {
+            one_run(check.as_secs_f64(), compile_s)
+        } else {
+            match strata_jit::time_runs(&kernel, &self.args, &mut got, self.setup.threads, &timing)
+            {
                 Ok(t) => timed_outcome(&t, compile_s),
                 Err(e) => Outcome::Refused(e.to_string()),
-            },
+            }
         };
         match fault {
             Some("unstable") if request.confirm => slowed(timed, BUSY_FACTOR),
