@@ -35,6 +35,14 @@ pub const STACK_BYTES: usize = 256 << 20;
 
 /// Refuses a plan whose lowering would build trees deeper than the limits allow.
 pub fn check_limits(plan: &Plan) -> Result<(), LowerError> {
+    check_limits_within(plan, MAX_EXPR_NODES)
+}
+
+/// [`check_limits`] with at most `max_expr_nodes` nodes per definition once inlined functions
+/// are substituted (at most `MAX_EXPR_NODES`): the tuner's space asks for less than lowering
+/// accepts, in the same walk.
+pub fn check_limits_within(plan: &Plan, max_expr_nodes: u64) -> Result<(), LowerError> {
+    let max_expr_nodes = max_expr_nodes.min(MAX_EXPR_NODES);
     let pipeline = plan.pipeline();
     let is_inline = |name: &str| {
         plan.funcs
@@ -72,10 +80,10 @@ pub fn check_limits(plan: &Plan) -> Result<(), LowerError> {
         depths.insert(&func.name, depth);
     }
     let sizes = inlined_sizes(plan);
-    match sizes.into_iter().find(|(_, nodes)| *nodes > MAX_EXPR_NODES) {
+    match sizes.into_iter().find(|(_, nodes)| *nodes > max_expr_nodes) {
         Some((func, largest)) => Err(LowerError::TooLarge(format!(
             "`{func}` has {largest} or more expression nodes once the functions it inlines are \
-             substituted; lowering accepts at most {MAX_EXPR_NODES} (compute some of them \
+             substituted; lowering accepts at most {max_expr_nodes} (compute some of them \
              with `compute_root()`)"
         ))),
         None => Ok(()),
@@ -83,9 +91,8 @@ pub fn check_limits(plan: &Plan) -> Result<(), LowerError> {
 }
 
 /// The function of `plan` whose definition is largest once the functions it inlines are
-/// substituted, and an upper bound of its nodes; `None` for no functions. The tuner leaves out
-/// schedules far below lowering's limit by it: what it takes to lower, compile and run such a
-/// definition grows with its size.
+/// substituted, and an upper bound of its nodes; `None` for no functions (what
+/// [`check_limits_within`] compares with its bound).
 pub fn largest_inlined(plan: &Plan) -> Option<(&str, u64)> {
     inlined_sizes(plan)
         .into_iter()
