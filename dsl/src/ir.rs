@@ -387,6 +387,36 @@ pub fn is_reserved(name: &str) -> bool {
 }
 
 impl Expr {
+    /// Rebuilds this expression with each direct child replaced by `f(child)`.
+    pub fn map_children(&self, f: &mut dyn FnMut(&Expr) -> Expr) -> Expr {
+        match self {
+            Expr::Const(_) | Expr::Var(_) | Expr::RVar(_) | Expr::Size(_) | Expr::Param(..) => {
+                self.clone()
+            }
+            Expr::Call(call) => Expr::Call(Call {
+                args: call.args.iter().map(|a| f(a)).collect(),
+                ..call.clone()
+            }),
+            Expr::Neg(a) => Expr::Neg(Box::new(f(a))),
+            Expr::Not(a) => Expr::Not(Box::new(f(a))),
+            Expr::Cast(t, a) => Expr::Cast(*t, Box::new(f(a))),
+            Expr::Binary(op, a, b) => {
+                let a = f(a);
+                Expr::binary(*op, a, f(b))
+            }
+            Expr::Select(c, t, e) => {
+                let c = f(c);
+                let t = f(t);
+                Expr::Select(Box::new(c), Box::new(t), Box::new(f(e)))
+            }
+            Expr::Intrinsic(op, args) => Expr::Intrinsic(*op, args.iter().map(|a| f(a)).collect()),
+            Expr::Reduce(r) => Expr::Reduce(Reduce {
+                body: Box::new(f(&r.body)),
+                ..r.clone()
+            }),
+        }
+    }
+
     /// The expression's type.
     pub fn dtype(&self) -> Dtype {
         match self {

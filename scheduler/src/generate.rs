@@ -13,8 +13,8 @@
 //! multiple of a small factor, which the tests' random shapes meet about as often as not),
 //! each with loop directives of its own.
 
-use crate::lower::lift_reductions::{lift_reductions, Lifted};
 use crate::lower::lower;
+use crate::schedule::lift_reductions::{lift_reductions, Lifted};
 use crate::schedule::validate::{effective_consumers, validate, Placement, Plan};
 use crate::schedule::{Directive, LoopLevel, Schedule, StageRef, TailStrategy};
 use rand::seq::{IndexedRandom, SliceRandom};

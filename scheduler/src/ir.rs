@@ -180,22 +180,8 @@ impl ReduceOp {
     }
 }
 
-/// How a loop runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ForKind {
-    /// One iteration after another, in order.
-    Serial,
-    /// Iterations spread over the thread pool.
-    Parallel,
-    /// Becomes vector expressions (the extent must be a constant).
-    Vectorized,
-    /// Becomes copies of the body (the extent must be a constant).
-    Unrolled,
-    /// Runs serially over the lanes of a vectorized loop that could not run as vectors (the
-    /// tail of a guarded loop). Its iterations are independent, as every vectorized loop's
-    /// are, so later passes may move it outward.
-    Lanes,
-}
+/// How a loop runs (the schedule's loop kinds, and `Lanes`, which only lowering makes).
+pub use crate::schedule::ForKind;
 
 /// The box of a function a realization covers, per dimension.
 #[derive(Clone, Debug, PartialEq)]
@@ -719,7 +705,46 @@ pub struct LoweredKernel {
     pub conditions: Vec<(String, Expr)>,
     /// The loops the schedule vectorized that lowering had to leave serial, and why (a
     /// warning for whoever wrote the schedule; empty for hand-built kernels).
-    pub serial_vectors: Vec<crate::lower::vectorize::SerialVector>,
+    pub serial_vectors: Vec<SerialVector>,
     /// The loop nest.
     pub body: Stmt,
+}
+
+/// A loop the schedule vectorized that runs serially, and why: lowering keeps the answer right
+/// but not the speed asked for, so `run` and `lower` warn (`crate::warnings`; found by the `vectorize` pass).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SerialVector {
+    /// The loop's IR name (`out.s0.xo`).
+    pub loop_name: String,
+    /// Why its body could not be widened.
+    pub reason: SerialReason,
+}
+
+/// Why a vectorized loop stays serial.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SerialReason {
+    /// A loop inside it is vectorized already (vectors of vectors do not exist).
+    InnerLoopVectorized,
+    /// A condition inside depends on the loop's variable in a way versioning cannot test once
+    /// for all lanes (a `where` predicate, a guard reading an inner loop).
+    LaneDependentCondition,
+    /// The body cannot be widened: storage allocated inside, a loop whose bounds depend on the
+    /// lane, or a value varying by lane stored to one address.
+    BodyNotWidenable,
+}
+
+impl std::fmt::Display for SerialReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SerialReason::InnerLoopVectorized => "a loop inside it is vectorized already",
+            SerialReason::LaneDependentCondition => {
+                "a condition inside depends on its variable in a way no single test covers \
+                 every lane of"
+            }
+            SerialReason::BodyNotWidenable => {
+                "its body cannot be widened (storage allocated inside it, a loop bound or \
+                 branch that differs by lane, or a lane-varying value stored to one address)"
+            }
+        })
+    }
 }

@@ -20,8 +20,8 @@
 //! loop). A tail guard between the loop and the producer (`if (c < C)`) does not excuse it:
 //! each iteration the guard lets through still recomputes the same values.
 
+use crate::ir::SerialVector;
 use crate::ir::{Expr, LoweredKernel, Stmt};
-use crate::lower::vectorize::SerialVector;
 use std::collections::BTreeSet;
 use std::fmt;
 

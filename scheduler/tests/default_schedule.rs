@@ -8,8 +8,8 @@ use rand::SeedableRng;
 use strata_dsl::random::{agree, random_args};
 use strata_dsl::{evaluate, parse_kernel, Pipeline};
 use strata_scheduler::interp::interpret;
-use strata_scheduler::lower::lift_reductions::lift_reductions;
 use strata_scheduler::lower::lower;
+use strata_scheduler::schedule::lift_reductions::lift_reductions;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::schedule::validate::{validate, Placement};
 

@@ -3,9 +3,9 @@
 //! (a test thread has 2 MiB).
 
 use strata_dsl::parse_kernel;
-use strata_scheduler::lower::lift_reductions::lift_reductions;
 use strata_scheduler::lower::limits::{MAX_COMPUTED_FUNCS, MAX_EXPR_DEPTH, MAX_EXPR_NODES};
 use strata_scheduler::lower::{lower, LowerError};
+use strata_scheduler::schedule::lift_reductions::lift_reductions;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::schedule::validate::{validate, MAX_UNROLLED_COPIES};
 use strata_scheduler::Schedule;

@@ -3,7 +3,7 @@
 //! hand-written fast schedules validate into the expected `Plan`.
 
 use strata_dsl::Pipeline;
-use strata_scheduler::lower::lift_reductions::lift_reductions;
+use strata_scheduler::schedule::lift_reductions::lift_reductions;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::schedule::validate::{validate, Placement, Plan};
 use strata_scheduler::ForKind;

@@ -4,8 +4,8 @@
 //! `warnings::serial_vectors`: a vectorized loop lowering left serial is named, with why.
 
 use strata_dsl::{parse_kernel, Pipeline};
+use strata_scheduler::ir::SerialReason;
 use strata_scheduler::lower::lower;
-use strata_scheduler::lower::vectorize::SerialReason;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::warnings::{recomputed, serial_vectors, Recomputed};
 

@@ -21,8 +21,8 @@ use std::collections::{BTreeMap, HashMap};
 use strata_dsl::ir::{Expr, InputKind, Pipeline, Update, UpdateOp};
 use strata_dsl::{BinOp, Dtype};
 use strata_jit::Backend;
-use strata_scheduler::lower::lift_reductions::{lift_reductions, Lifted};
 use strata_scheduler::lower::limits::check_limits_within;
+use strata_scheduler::schedule::lift_reductions::{lift_reductions, Lifted};
 use strata_scheduler::schedule::validate::{effective_consumers, validate, FuncPlan, Placement};
 use strata_scheduler::schedule::{rfactor, Directive, LoopLevel, Schedule, StageRef};
 

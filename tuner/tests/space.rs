@@ -287,8 +287,8 @@ const TRIAL_13_PLACES: &str = r#"["Inline","Inline",{"At":0},"Inline","Root","In
 /// timed out at 10 s. Every schedule the space makes of mutated genomes stays within the bound.
 #[test]
 fn pyramid_levels_inlined_into_one_another_are_left_out() {
-    use strata_scheduler::lower::lift_reductions::lift_reductions;
     use strata_scheduler::lower::limits::{check_limits, largest_inlined};
+    use strata_scheduler::schedule::lift_reductions::lift_reductions;
     use strata_scheduler::schedule::validate::validate;
     use strata_tuner::space::{Place, MAX_INLINED_NODES};
     let pipeline = strata_dsl::parse_kernel(

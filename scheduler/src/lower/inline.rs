@@ -69,7 +69,7 @@ fn substitute_calls(e: &Expr, inlined: &[&Func]) -> Expr {
                 }),
             }
         }
-        other => map_children(other, &mut |c| substitute_calls(c, inlined)),
+        other => other.map_children(&mut |c| substitute_calls(c, inlined)),
     }
 }
 
@@ -80,36 +80,6 @@ pub fn bind_vars(e: &Expr, vars: &[String], values: &[Expr]) -> Expr {
             Some(i) => values[i].clone(),
             None => e.clone(),
         },
-        other => map_children(other, &mut |c| bind_vars(c, vars, values)),
-    }
-}
-
-/// Rebuilds a Pipeline expression with each direct child replaced by `f(child)`.
-pub fn map_children(e: &Expr, f: &mut dyn FnMut(&Expr) -> Expr) -> Expr {
-    match e {
-        Expr::Const(_) | Expr::Var(_) | Expr::RVar(_) | Expr::Size(_) | Expr::Param(..) => {
-            e.clone()
-        }
-        Expr::Call(call) => Expr::Call(Call {
-            args: call.args.iter().map(|a| f(a)).collect(),
-            ..call.clone()
-        }),
-        Expr::Neg(a) => Expr::Neg(Box::new(f(a))),
-        Expr::Not(a) => Expr::Not(Box::new(f(a))),
-        Expr::Cast(t, a) => Expr::Cast(*t, Box::new(f(a))),
-        Expr::Binary(op, a, b) => {
-            let a = f(a);
-            Expr::binary(*op, a, f(b))
-        }
-        Expr::Select(c, t, e) => {
-            let c = f(c);
-            let t = f(t);
-            Expr::Select(Box::new(c), Box::new(t), Box::new(f(e)))
-        }
-        Expr::Intrinsic(op, args) => Expr::Intrinsic(*op, args.iter().map(|a| f(a)).collect()),
-        Expr::Reduce(r) => Expr::Reduce(Reduce {
-            body: Box::new(f(&r.body)),
-            ..r.clone()
-        }),
+        other => other.map_children(&mut |c| bind_vars(c, vars, values)),
     }
 }

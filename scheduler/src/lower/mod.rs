@@ -12,7 +12,6 @@ pub mod flatten;
 pub mod fold_storage;
 pub mod inline;
 pub mod interchange_lanes;
-pub mod lift_reductions;
 pub mod limits;
 pub mod loop_nest;
 pub mod partition_loops;
@@ -27,7 +26,7 @@ pub mod verify;
 
 use crate::ir::{BufferArg, Expr, LoweredKernel, Range, Stmt};
 use crate::schedule::validate::{Plan, ScheduleError};
-use crate::schedule::Schedule;
+use crate::schedule::{lift_reductions, Schedule};
 use strata_dsl::ir::{InputKind, Pipeline};
 use strata_dsl::signature::MAX_EXTENT;
 use strata_dsl::Sizes;

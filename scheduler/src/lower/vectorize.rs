@@ -14,44 +14,7 @@ use crate::ir::{Expr, ForKind, ReduceOp, Stmt, UnOp};
 use std::collections::HashMap;
 use strata_dsl::BinOp;
 
-/// A loop the schedule vectorized that runs serially, and why: lowering keeps the answer right
-/// but not the speed asked for, so `run` and `lower` warn (`crate::warnings`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SerialVector {
-    /// The loop's IR name (`out.s0.xo`).
-    pub loop_name: String,
-    /// Why its body could not be widened.
-    pub reason: SerialReason,
-}
-
-/// Why a vectorized loop stays serial.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SerialReason {
-    /// A loop inside it is vectorized already (vectors of vectors do not exist).
-    InnerLoopVectorized,
-    /// A condition inside depends on the loop's variable in a way versioning cannot test once
-    /// for all lanes (a `where` predicate, a guard reading an inner loop).
-    LaneDependentCondition,
-    /// The body cannot be widened: storage allocated inside, a loop whose bounds depend on the
-    /// lane, or a value varying by lane stored to one address.
-    BodyNotWidenable,
-}
-
-impl std::fmt::Display for SerialReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            SerialReason::InnerLoopVectorized => "a loop inside it is vectorized already",
-            SerialReason::LaneDependentCondition => {
-                "a condition inside depends on its variable in a way no single test covers \
-                 every lane of"
-            }
-            SerialReason::BodyNotWidenable => {
-                "its body cannot be widened (storage allocated inside it, a loop bound or \
-                 branch that differs by lane, or a lane-varying value stored to one address)"
-            }
-        })
-    }
-}
+use crate::ir::{SerialReason, SerialVector};
 
 /// Vectorizes every vectorized loop of `s`.
 pub fn vectorize(s: &Stmt) -> Stmt {

@@ -29,7 +29,7 @@
 use super::specialize::{versions, Version, Versions};
 use super::validate::ScheduleError;
 use super::{Line, Schedule, StageRef};
-use crate::lower::lift_reductions::{lift_reductions, Lifted};
+use crate::schedule::lift_reductions::{lift_reductions, Lifted};
 use strata_dsl::{Expr, Pipeline};
 
 /// `schedule` without the directives whose removal leaves every validated plan unchanged
@@ -38,7 +38,7 @@ pub fn canonicalize(pipeline: &Pipeline, schedule: &Schedule) -> Result<Schedule
     canonicalize_lifted(&lift_reductions(pipeline), schedule)
 }
 
-/// `canonicalize` for a pipeline already lifted (`lower::lift_reductions`), as the tuner's
+/// `canonicalize` for a pipeline already lifted (`schedule::lift_reductions`), as the tuner's
 /// space holds it.
 pub fn canonicalize_lifted(
     lifted: &Lifted,

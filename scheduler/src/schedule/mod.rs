@@ -20,6 +20,7 @@
 pub mod canonical;
 pub(crate) mod follow;
 pub mod inline_bound;
+pub mod lift_reductions;
 pub mod loops;
 pub mod races;
 pub mod rfactor;
@@ -29,6 +30,23 @@ pub mod validate;
 pub mod wrap;
 
 use serde::{Deserialize, Serialize};
+
+/// How a loop runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ForKind {
+    /// One iteration after another, in order.
+    Serial,
+    /// Iterations spread over the thread pool.
+    Parallel,
+    /// Becomes vector expressions (the extent must be a constant).
+    Vectorized,
+    /// Becomes copies of the body (the extent must be a constant).
+    Unrolled,
+    /// Runs serially over the lanes of a vectorized loop that could not run as vectors (the
+    /// tail of a guarded loop). Its iterations are independent, as every vectorized loop's
+    /// are, so later passes may move it outward.
+    Lanes,
+}
 
 /// A whole schedule: lines in the order written.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -36,8 +36,7 @@ use super::loops::MAX_SPLIT_FACTOR;
 use super::validate::{directive_error, unknown, Rule, ScheduleError};
 use super::wrap::name_owner;
 use super::{Directive, Schedule, StageRef, TailStrategy};
-use crate::lower::inline::map_children;
-use crate::lower::lift_reductions::Lifted;
+use crate::schedule::lift_reductions::Lifted;
 use strata_dsl::ir::{
     is_reserved, Call, CallTarget, Expr, Func, Intrinsic, Pipeline, RVar, Update, UpdateOp,
 };
@@ -622,7 +621,7 @@ fn tail_rvar(name: &str, lo: &Expr, hi: &Expr, pieces: &Expr, factor: i64) -> RV
 fn substitute(e: &Expr, name: &str, by: &Expr) -> Expr {
     match e {
         Expr::RVar(n) if n == name => by.clone(),
-        other => map_children(other, &mut |c| substitute(c, name, by)),
+        other => other.map_children(&mut |c| substitute(c, name, by)),
     }
 }
 

@@ -9,8 +9,7 @@
 
 use super::validate::{directive_error, unknown, Rule, ScheduleError};
 use super::{Directive, Schedule, StageRef};
-use crate::lower::inline::map_children;
-use crate::lower::lift_reductions::Lifted;
+use crate::schedule::lift_reductions::Lifted;
 use strata_dsl::ir::{
     is_reserved, Call, CallTarget, Expr, Func, InputKind, Pipeline, RVar, Update,
 };
@@ -218,7 +217,7 @@ fn redirect_func(func: &Func, producer: &str, target: CallTarget, wrapper: &str)
 }
 
 fn redirect(e: &Expr, producer: &str, target: CallTarget, wrapper: &str) -> Expr {
-    let inner = map_children(e, &mut |c| redirect(c, producer, target, wrapper));
+    let inner = e.map_children(&mut |c| redirect(c, producer, target, wrapper));
     match inner {
         Expr::Call(call) if call.name == producer && call.target == target => Expr::Call(Call {
             target: CallTarget::Func,

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use strata_dsl::Pipeline;
-use strata_scheduler::lower::lift_reductions::lift_reductions;
+use strata_scheduler::schedule::lift_reductions::lift_reductions;
 use strata_scheduler::schedule::validate::validate;
 use strata_scheduler::Schedule;
 use strata_tuning_db::{printable, Db, Miss, TuningKey, Winner};

@@ -3,8 +3,8 @@
 //! be legal.
 
 use super::MAX_UNROLLED_COPIES;
-use crate::ir::ForKind;
 use crate::schedule::loops::MAX_SPLIT_FACTOR;
+use crate::schedule::ForKind;
 use crate::schedule::StageRef;
 use std::fmt;
 

@@ -5,8 +5,8 @@
 
 use super::loops::{stage_loops, Dim, StageLoops, MAX_SPLIT_FACTOR};
 use super::{Directive, LoopLevel, Schedule, StageRef};
-use crate::ir::ForKind;
-use crate::lower::lift_reductions::Lifted;
+use crate::schedule::lift_reductions::Lifted;
+use crate::schedule::ForKind;
 use std::collections::{BTreeMap, BTreeSet};
 use strata_dsl::ir::{CallTarget, Expr, Func, Pipeline};
 
