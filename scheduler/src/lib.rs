@@ -45,10 +45,13 @@ pub mod interp;
 pub mod ir;
 pub mod ir_print;
 pub mod lower;
-pub mod schedule;
 pub mod signature;
 pub mod simplify;
 pub mod warnings;
+
+/// The schedule language (the crate strata-schedule): schedules, their text form, validation
+/// to a [`schedule::validate::Plan`], the contract lowering starts from.
+pub use strata_schedule as schedule;
 
 pub use ir::{Expr, ForKind, LoweredKernel, Stmt, Type};
 pub use schedule::{Directive, Line, LoopLevel, Schedule, StageRef, TailStrategy};

@@ -16,7 +16,7 @@
 
 use super::validate::{FuncPlan, Placement};
 use super::{Schedule, StageRef};
-use crate::schedule::lift_reductions::Lifted;
+use crate::lift_reductions::Lifted;
 use std::collections::{BTreeMap, BTreeSet};
 use strata_dsl::ir::Pipeline;
 

@@ -12,7 +12,7 @@
 
 use super::validate::{Rule, ScheduleError};
 use super::{Directive, StageRef, TailStrategy};
-use crate::schedule::ForKind;
+use crate::ForKind;
 use strata_dsl::ir::{Call, CallTarget, Expr, Func, Pipeline, Update, UpdateOp};
 
 /// The largest vector width a directive may ask for (an unroll factor may be 4 times more).

@@ -29,7 +29,7 @@
 use super::specialize::{versions, Version, Versions};
 use super::validate::ScheduleError;
 use super::{Line, Schedule, StageRef};
-use crate::schedule::lift_reductions::{lift_reductions, Lifted};
+use crate::lift_reductions::{lift_reductions, Lifted};
 use strata_dsl::{Expr, Pipeline};
 
 /// `schedule` without the directives whose removal leaves every validated plan unchanged

@@ -5,8 +5,8 @@
 
 use super::loops::{stage_loops, Dim, StageLoops, MAX_SPLIT_FACTOR};
 use super::{Directive, LoopLevel, Schedule, StageRef};
-use crate::schedule::lift_reductions::Lifted;
-use crate::schedule::ForKind;
+use crate::lift_reductions::Lifted;
+use crate::ForKind;
 use std::collections::{BTreeMap, BTreeSet};
 use strata_dsl::ir::{CallTarget, Expr, Func, Pipeline};
 
@@ -120,7 +120,7 @@ fn checked_plan(
 /// Refuses a stage unrolled into more than `MAX_UNROLLED_COPIES` copies of its body. A loop
 /// whose extent only bounds inference finds (`StageLoops::deferred`) counts once here;
 /// lowering checks again once it knows that extent (`lower::constant_extents`).
-pub(crate) fn check_unrolled_copies(
+pub fn check_unrolled_copies(
     funcs: &BTreeMap<String, FuncPlan>,
 ) -> Result<(), ScheduleError> {
     for fp in funcs.values() {
@@ -764,7 +764,7 @@ fn legal_levels(plan: &Plan, name: &str) -> String {
 }
 
 /// The stage a `Plan` numbers `stage` (0: the pure definition, `i + 1`: update `i`).
-pub(crate) fn stage_ref(stage: usize) -> StageRef {
+pub fn stage_ref(stage: usize) -> StageRef {
     match stage.checked_sub(1) {
         None => StageRef::Pure,
         Some(i) => StageRef::Update(i),

@@ -36,7 +36,7 @@ use super::loops::MAX_SPLIT_FACTOR;
 use super::validate::{directive_error, unknown, Rule, ScheduleError};
 use super::wrap::name_owner;
 use super::{Directive, Schedule, StageRef, TailStrategy};
-use crate::schedule::lift_reductions::Lifted;
+use crate::lift_reductions::Lifted;
 use strata_dsl::ir::{
     is_reserved, Call, CallTarget, Expr, Func, Intrinsic, Pipeline, RVar, Update, UpdateOp,
 };

@@ -2,7 +2,7 @@
 //! level, stage loops, storage order and folds, against the lifted pipeline.
 
 use super::super::loops::StageLoops;
-use crate::schedule::lift_reductions::Lifted;
+use crate::lift_reductions::Lifted;
 use std::collections::BTreeMap;
 use strata_dsl::ir::Pipeline;
 

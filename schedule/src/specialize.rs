@@ -13,7 +13,7 @@
 
 use super::validate::{directive_error, validate_plain, Placement, Plan, Rule, ScheduleError};
 use super::{Directive, Line, Schedule, StageRef};
-use crate::schedule::lift_reductions::Lifted;
+use crate::lift_reductions::Lifted;
 
 /// The most versions one schedule may lower to (the product over specialized stages of their
 /// cases plus the general one): each is a whole lowering and a whole copy of the kernel's code.

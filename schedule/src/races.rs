@@ -11,7 +11,7 @@
 
 use super::validate::{directive_error, FuncPlan, Placement, Plan, Rule, ScheduleError};
 use super::{Directive, Schedule, StageRef};
-use crate::schedule::ForKind;
+use crate::ForKind;
 use std::collections::BTreeMap;
 
 /// Refuses a function with an update stored outside a parallel loop it is computed inside.

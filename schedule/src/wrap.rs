@@ -9,7 +9,7 @@
 
 use super::validate::{directive_error, unknown, Rule, ScheduleError};
 use super::{Directive, Schedule, StageRef};
-use crate::schedule::lift_reductions::Lifted;
+use crate::lift_reductions::Lifted;
 use strata_dsl::ir::{
     is_reserved, Call, CallTarget, Expr, Func, InputKind, Pipeline, RVar, Update,
 };

@@ -1,8 +1,13 @@
+//! strata-schedule: the schedule language of strata, on its own so that lowering (the crate
+//! strata-scheduler) and the tuner depend on it and it on nothing but the kernel language.
+//! Its contract with lowering is [`validate::Plan`]: what `validate` makes of a pipeline and a
+//! schedule, every function's placement and loops.
+//!
 //! Schedules as data: for each function and each of its stages, the directives of
 //! docs/design.md §4 in the order written. A `Schedule` is built with the chaining API
 //! (`s.func("out").tile(...).vectorize(...)`), parsed from and printed to the text form
 //! (`text.rs`, round-trips exactly), serialized with serde, and validated against a pipeline
-//! before lowering (`validate.rs`).
+//! before lowering (`validate/`).
 //!
 //! Conventions (where Halide differs, we follow the kernel language's "last is innermost"):
 //! - `reorder(a, b, c)` lists loops **outermost first**: `c` becomes the innermost.
@@ -16,6 +21,8 @@
 //! reduction (`rstd(r) = 1 / sqrt(sum(c in 0..C) ...)`) are computed at root; loops run
 //! serially in the order of the definition's variables, the last innermost, and an update's pure
 //! variables loop outside its reduction variables.
+
+#![warn(missing_docs)]
 
 pub mod canonical;
 pub(crate) mod follow;

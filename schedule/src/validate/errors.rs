@@ -3,9 +3,9 @@
 //! be legal.
 
 use super::MAX_UNROLLED_COPIES;
-use crate::schedule::loops::MAX_SPLIT_FACTOR;
-use crate::schedule::ForKind;
-use crate::schedule::StageRef;
+use crate::loops::MAX_SPLIT_FACTOR;
+use crate::ForKind;
+use crate::StageRef;
 use std::fmt;
 
 /// Why a schedule cannot be used with a pipeline.
@@ -518,7 +518,7 @@ impl fmt::Display for Rule {
             Rule::TooManyVersions { versions } => write!(
                 f,
                 "the schedule's specializations make {versions} versions of the kernel (the product over stages of their cases plus the general one); at most {} keep code size and compile time bounded",
-                crate::schedule::specialize::MAX_VERSIONS
+                crate::specialize::MAX_VERSIONS
             ),
             Rule::StorageOfOutput => f.write_str(
                 "the output is stored in the caller's buffer, row-major in its dimensions' order; its storage order cannot change",
