@@ -27,8 +27,8 @@
 //! (the runtime does run it in parallel: its chunks are stolen by idle workers).
 
 use super::specialize::{versions, Version, Versions};
-use super::validate::ScheduleError;
 use super::{Line, Schedule, StageRef};
+use crate::errors::ScheduleError;
 use crate::lift_reductions::{lift_reductions, Lifted};
 use strata_dsl::{Expr, Pipeline};
 

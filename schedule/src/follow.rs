@@ -14,9 +14,9 @@
 //! between is also read outside the loop), so the error is the one the schedule's own
 //! placements give, which says the function is at root by default.
 
-use super::validate::{FuncPlan, Placement};
 use super::{Schedule, StageRef};
 use crate::lift_reductions::Lifted;
+use crate::plan::{FuncPlan, Placement};
 use std::collections::{BTreeMap, BTreeSet};
 use strata_dsl::ir::Pipeline;
 

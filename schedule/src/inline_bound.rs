@@ -15,7 +15,7 @@
 //! the bounded ones make the schedule illegal (a producer it computes inside a loop would be
 //! read from the root), so no schedule that was legal is refused.
 
-use super::validate::{FuncPlan, Placement};
+use crate::plan::{FuncPlan, Placement};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use strata_dsl::ir::{CallTarget, Expr, Func, Pipeline};
 

@@ -25,16 +25,20 @@
 #![warn(missing_docs)]
 
 pub mod canonical;
+pub mod errors;
 pub(crate) mod follow;
 pub mod inline_bound;
 pub mod lift_reductions;
+pub mod limits;
 pub mod loops;
+pub mod plan;
 pub mod races;
 pub mod rfactor;
-pub mod specialize;
 pub mod text;
 pub mod validate;
 pub mod wrap;
+
+pub use validate::specialize;
 
 use serde::{Deserialize, Serialize};
 

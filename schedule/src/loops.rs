@@ -10,18 +10,11 @@
 //! of some loops: a loop is independent, free to move, run in parallel or as vectors, only when
 //! its iterations touch disjoint elements of the function (see `UpdateFreedom`).
 
-use super::validate::{Rule, ScheduleError};
 use super::{Directive, StageRef, TailStrategy};
+use crate::errors::{Rule, ScheduleError};
+pub use crate::limits::{MAX_LANES, MAX_SPLIT_FACTOR};
 use crate::ForKind;
 use strata_dsl::ir::{Call, CallTarget, Expr, Func, Pipeline, Update, UpdateOp};
-
-/// The largest vector width a directive may ask for (an unroll factor may be 4 times more).
-pub const MAX_LANES: i64 = 64;
-
-/// The largest split factor. Loop bounds are `i32`: with extents at most 2^30 (the call
-/// boundary's limit, `strata_dsl::signature::MAX_EXTENT`), an extent rounded up to a multiple
-/// of the factor, `xo * factor + xi` and a stencil's offsets all stay inside `i32`.
-pub const MAX_SPLIT_FACTOR: i64 = 1 << 24;
 
 /// The largest width (vectorize) or factor (unroll) for a loop of this kind.
 pub fn max_lanes(kind: ForKind) -> i64 {

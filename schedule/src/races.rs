@@ -9,8 +9,9 @@
 //! needs it, always with the same value (a stencil's halo rows computed by two tiles), so a
 //! reader sees that value whichever write lands last.
 
-use super::validate::{directive_error, FuncPlan, Placement, Plan, Rule, ScheduleError};
 use super::{Directive, Schedule, StageRef};
+use crate::errors::{directive_error, Rule, ScheduleError};
+use crate::plan::{FuncPlan, Placement, Plan};
 use crate::ForKind;
 use std::collections::BTreeMap;
 

@@ -32,11 +32,11 @@
 //! earlier ones made: a read the intermediate makes is wrapped on the intermediate's line, and
 //! an intermediate's update may be factored again on a later line.
 
-use super::loops::MAX_SPLIT_FACTOR;
-use super::validate::{directive_error, unknown, Rule, ScheduleError};
 use super::wrap::name_owner;
 use super::{Directive, Schedule, StageRef, TailStrategy};
+use crate::errors::{directive_error, unknown, Rule, ScheduleError};
 use crate::lift_reductions::Lifted;
+use crate::limits::MAX_SPLIT_FACTOR;
 use strata_dsl::ir::{
     is_reserved, Call, CallTarget, Expr, Func, Intrinsic, Pipeline, RVar, Update, UpdateOp,
 };

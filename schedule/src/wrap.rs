@@ -7,8 +7,8 @@
 //! Wraps apply in the order written (lines, then directives along a line), each to the
 //! pipeline the earlier ones made: `C: wrap(B, Bp)` then `Bp: wrap(B, Bq)` copies twice.
 
-use super::validate::{directive_error, unknown, Rule, ScheduleError};
 use super::{Directive, Schedule, StageRef};
+use crate::errors::{directive_error, unknown, Rule, ScheduleError};
 use crate::lift_reductions::Lifted;
 use strata_dsl::ir::{
     is_reserved, Call, CallTarget, Expr, Func, InputKind, Pipeline, RVar, Update,

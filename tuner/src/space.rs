@@ -21,10 +21,11 @@ use std::collections::{BTreeMap, HashMap};
 use strata_dsl::ir::{Expr, InputKind, Pipeline, Update, UpdateOp};
 use strata_dsl::{BinOp, Dtype};
 use strata_jit::Backend;
+use strata_schedule::lift_reductions::{lift_reductions, Lifted};
+use strata_schedule::plan::{effective_consumers, FuncPlan, Placement};
+use strata_schedule::validate::validate;
+use strata_schedule::{rfactor, Directive, LoopLevel, Schedule, StageRef};
 use strata_scheduler::lower::limits::check_limits_within;
-use strata_scheduler::schedule::lift_reductions::{lift_reductions, Lifted};
-use strata_scheduler::schedule::validate::{effective_consumers, validate, FuncPlan, Placement};
-use strata_scheduler::schedule::{rfactor, Directive, LoopLevel, Schedule, StageRef};
 
 /// The largest definition, in expression nodes once inlined functions are substituted, a
 /// schedule of the space may have (`Space::schedule`).
@@ -37,7 +38,7 @@ pub const WIDTHS: [u32; 4] = [0, 4, 8, 16];
 /// The narrowest vector LLVM's space offers: one 128-bit register of f32.
 const MIN_LLVM_WIDTH: u32 = 4;
 /// The widest vector any space offers: the scheduler's limit on a vector's lanes.
-const MAX_WIDTH: u32 = strata_scheduler::schedule::loops::MAX_LANES as u32;
+const MAX_WIDTH: u32 = strata_schedule::limits::MAX_LANES as u32;
 /// Unroll factors (1: none).
 pub const UNROLLS: [u32; 4] = [1, 2, 4, 8];
 /// The pieces of a factored reduction (`StageGenes::rfactor`; 0: not factored).
@@ -544,7 +545,7 @@ impl Space {
         let dims = &plan.funcs.get(&consumer)?.stages.get(stage)?.dims;
         let usable = dims
             .iter()
-            .take_while(|d| d.kind != strata_scheduler::ForKind::Vectorized)
+            .take_while(|d| d.kind != strata_schedule::ForKind::Vectorized)
             .count()
             .min(limit);
         if usable == 0 || plan.funcs.get(&consumer)?.compute == Placement::Inline {

@@ -12,8 +12,8 @@ use rand::rngs::StdRng;
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
 use std::collections::HashSet;
-use strata_scheduler::schedule::canonical::canonicalize_lifted;
-use strata_scheduler::Schedule;
+use strata_schedule::canonical::canonicalize_lifted;
+use strata_schedule::Schedule;
 
 /// Which strategy proposes candidates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

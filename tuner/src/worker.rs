@@ -331,7 +331,7 @@ impl WorkerState {
                 std::thread::sleep(Duration::from_secs(1));
             }
         }
-        let schedule = match strata_scheduler::schedule::text::parse_schedule(&request.schedule) {
+        let schedule = match strata_schedule::text::parse_schedule(&request.schedule) {
             Ok(s) => s,
             Err(e) => return Outcome::CompileError(e.message),
         };
@@ -414,7 +414,7 @@ fn one_run(seconds: f64, compile_s: f64) -> Outcome {
 /// is a compile error naming it.
 fn compile(
     pipeline: &Pipeline,
-    schedule: &strata_scheduler::Schedule,
+    schedule: &strata_schedule::Schedule,
     sizes: &Sizes,
     backend: strata_jit::Backend,
 ) -> Result<strata_jit::CompiledKernel, String> {

@@ -5,7 +5,7 @@
 //! Arithmetic is done exactly (in `i128`); where an exact result may leave the type's range the
 //! operation may wrap, so the answer falls back to the whole range of the type.
 
-use super::rules::ty_of;
+use super::ty::ty_of;
 use crate::ir::{Expr, ReduceOp, UnOp};
 use std::rc::Rc;
 use strata_dsl::{BinOp, Dtype, Intrinsic};

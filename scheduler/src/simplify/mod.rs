@@ -38,6 +38,7 @@ pub mod interval;
 mod renames;
 mod rules;
 mod subst;
+mod ty;
 pub(crate) use subst::{free_vars, subst_stmt};
 
 pub use cse::{cse, remove_dead_lets};

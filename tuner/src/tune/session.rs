@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use strata_dsl::Pipeline;
-use strata_scheduler::Schedule;
+use strata_schedule::Schedule;
 use strata_tuning_db::{Db, Measurement, Status, TuningKey};
 
 /// One timed measurement of this run, as the session remembers it.
@@ -410,7 +410,7 @@ impl Session<'_> {
         let chosen = self.to_confirm();
         let spinner = self.confirm_spinner(chosen.len());
         for t in chosen {
-            let Ok(schedule) = strata_scheduler::schedule::text::parse_schedule(&t.schedule) else {
+            let Ok(schedule) = strata_schedule::text::parse_schedule(&t.schedule) else {
                 continue;
             };
             let hash = schedule_hash(&schedule);

@@ -3,15 +3,15 @@
 
 use std::path::{Path, PathBuf};
 use strata_dsl::Pipeline;
-use strata_scheduler::schedule::lift_reductions::lift_reductions;
-use strata_scheduler::schedule::validate::validate;
-use strata_scheduler::Schedule;
+use strata_schedule::lift_reductions::lift_reductions;
+use strata_schedule::validate::validate;
+use strata_schedule::Schedule;
 use strata_tuning_db::{printable, Db, Miss, TuningKey, Winner};
 
 /// `text` as a schedule of `pipeline`, or why it is not one: it does not parse, or it
 /// breaks a rule for this kernel. A schedule read from a database is checked so before use.
 pub fn checked_schedule(pipeline: &Pipeline, text: &str) -> Result<Schedule, String> {
-    let schedule = strata_scheduler::schedule::text::parse_schedule(text)
+    let schedule = strata_schedule::text::parse_schedule(text)
         .map_err(|d| format!("its schedule does not parse: {}", d.message))?;
     validate(&lift_reductions(pipeline), &schedule)
         .map_err(|e| format!("its schedule is illegal for `{}`: {e}", pipeline.name))?;

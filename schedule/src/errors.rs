@@ -2,11 +2,12 @@
 //! (`Rule`), each printed with the function, the directive as written, the rule and what would
 //! be legal.
 
-use super::MAX_UNROLLED_COPIES;
-use crate::loops::MAX_SPLIT_FACTOR;
+use crate::limits::{MAX_SPLIT_FACTOR, MAX_UNROLLED_COPIES, MAX_VERSIONS};
+use crate::Directive;
 use crate::ForKind;
 use crate::StageRef;
 use std::fmt;
+use strata_dsl::ir::Pipeline;
 
 /// Why a schedule cannot be used with a pipeline.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -58,7 +59,9 @@ pub enum ScheduleError {
     },
 }
 
-pub(crate) fn stage_suffix(stage: StageRef) -> String {
+/// How a message names a stage after its function: `.update(i)` for update `i`, nothing for
+/// the pure definition.
+pub fn stage_suffix(stage: StageRef) -> String {
     match stage {
         StageRef::Pure => String::new(),
         StageRef::Update(i) => format!(".update({i})"),
@@ -518,7 +521,7 @@ impl fmt::Display for Rule {
             Rule::TooManyVersions { versions } => write!(
                 f,
                 "the schedule's specializations make {versions} versions of the kernel (the product over stages of their cases plus the general one); at most {} keep code size and compile time bounded",
-                crate::specialize::MAX_VERSIONS
+                MAX_VERSIONS
             ),
             Rule::StorageOfOutput => f.write_str(
                 "the output is stored in the caller's buffer, row-major in its dimensions' order; its storage order cannot change",
@@ -578,5 +581,23 @@ impl fmt::Display for Rule {
                 "the intermediate's name `{name}` is already {by}; choose a fresh name"
             ),
         }
+    }
+}
+
+/// The error for a function `name` that `pipeline` does not have (listing those it has).
+pub fn unknown(name: &str, pipeline: &Pipeline) -> ScheduleError {
+    ScheduleError::UnknownFunction {
+        name: name.to_string(),
+        known: pipeline.funcs.iter().map(|f| f.name.clone()).collect(),
+    }
+}
+
+/// The error for directive `d` of `func`'s stage `stage`, which breaks `rule`.
+pub fn directive_error(func: &str, stage: StageRef, d: &Directive, rule: Rule) -> ScheduleError {
+    ScheduleError::Directive {
+        func: func.to_string(),
+        stage,
+        directive: d.to_string(),
+        rule,
     }
 }

@@ -11,13 +11,12 @@
 //! function (placement, `wrap`, `reorder_storage`, `fold_storage`) belong to the general case
 //! only, and every version keeps them: the cases of a function differ only in its loops.
 
-use super::validate::{directive_error, validate_plain, Placement, Plan, Rule, ScheduleError};
-use super::{Directive, Line, Schedule, StageRef};
+use super::plain::validate_plain;
+use crate::errors::{directive_error, Rule, ScheduleError};
 use crate::lift_reductions::Lifted;
-
-/// The most versions one schedule may lower to (the product over specialized stages of their
-/// cases plus the general one): each is a whole lowering and a whole copy of the kernel's code.
-pub const MAX_VERSIONS: usize = 16;
+pub use crate::limits::MAX_VERSIONS;
+use crate::plan::{Placement, Plan};
+use crate::{Directive, Line, Schedule, StageRef};
 
 /// One case of a specialized stage.
 #[derive(Clone, Debug, PartialEq)]

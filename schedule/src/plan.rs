@@ -1,10 +1,10 @@
 //! What validation resolves a schedule into: a `Plan`, each function's placement, storage
 //! level, stage loops, storage order and folds, against the lifted pipeline.
 
-use super::super::loops::StageLoops;
 use crate::lift_reductions::Lifted;
+use crate::loops::StageLoops;
 use std::collections::BTreeMap;
-use strata_dsl::ir::Pipeline;
+use strata_dsl::ir::{CallTarget, Expr, Func, Pipeline};
 
 /// Where a function is computed (or stored).
 #[derive(Clone, Debug, PartialEq)]
@@ -67,4 +67,54 @@ impl Plan {
     pub fn pipeline(&self) -> &Pipeline {
         &self.lifted.pipeline
     }
+}
+
+/// The (function, stage) pairs that read `name`, looking through inlined functions.
+pub fn effective_consumers(
+    pipeline: &Pipeline,
+    funcs: &BTreeMap<String, FuncPlan>,
+    name: &str,
+) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for func in &pipeline.funcs {
+        if func.name == name {
+            continue;
+        }
+        let inlined = funcs
+            .get(&func.name)
+            .is_some_and(|p| p.compute == Placement::Inline);
+        for stage in stages_reading(func, name) {
+            if inlined {
+                for c in effective_consumers(pipeline, funcs, &func.name) {
+                    if !out.contains(&c) {
+                        out.push(c);
+                    }
+                }
+            } else if !out.contains(&(func.name.clone(), stage)) {
+                out.push((func.name.clone(), stage));
+            }
+        }
+    }
+    out
+}
+
+/// The stages of `func` whose definitions call `name`.
+fn stages_reading(func: &Func, name: &str) -> Vec<usize> {
+    let reads = |e: &Expr| {
+        let mut found = false;
+        e.for_each(&mut |x| {
+            found |= matches!(x, Expr::Call(c) if c.target == CallTarget::Func && c.name == name)
+        });
+        found
+    };
+    let mut stages = Vec::new();
+    if reads(&func.value) {
+        stages.push(0);
+    }
+    for (i, u) in func.updates.iter().enumerate() {
+        if reads(&u.value) || u.args.iter().any(reads) {
+            stages.push(i + 1);
+        }
+    }
+    stages
 }
