@@ -727,15 +727,3 @@ impl<'a> ViewArgs<'a> {
         self
     }
 }
-
-impl<'a> From<&'a crate::eval::Args> for ViewArgs<'a> {
-    /// Owned arguments seen as views (no copy of any buffer).
-    fn from(args: &'a crate::eval::Args) -> Self {
-        ViewArgs {
-            buffers: (args.buffers.iter())
-                .map(|(name, b)| (name.clone(), BufferView::from(b)))
-                .collect(),
-            scalars: args.scalars.clone(),
-        }
-    }
-}

@@ -11,6 +11,7 @@
 //! (`clamp_edge` and the mirrors have no edge to repeat), as compiled code's call check says.
 //! `select` evaluates only the branch it picks.
 
+pub use crate::args::Args;
 use crate::bounds::{bounds, Interval};
 use crate::buffer::Buffer;
 use crate::ir::*;
@@ -20,34 +21,6 @@ use std::collections::{BTreeMap, HashMap};
 
 /// The most elements the evaluator computes for one function.
 pub const MAX_REGION_ELEMENTS: u64 = 1 << 26;
-
-/// Buffer inputs and scalar parameters of one evaluation, by name.
-#[derive(Clone, Debug, Default)]
-pub struct Args {
-    /// The buffer inputs, by the kernel's input names.
-    pub buffers: BTreeMap<String, Buffer>,
-    /// The scalar parameters, by name (each of the parameter's declared type).
-    pub scalars: BTreeMap<String, Value>,
-}
-
-impl Args {
-    /// No buffers and no scalars yet.
-    pub fn new() -> Args {
-        Args::default()
-    }
-
-    /// Adds the buffer input `name` (row-major, its extents the shape).
-    pub fn buffer(mut self, name: &str, buffer: Buffer) -> Args {
-        self.buffers.insert(name.to_string(), buffer);
-        self
-    }
-
-    /// Adds the scalar parameter `name`.
-    pub fn scalar(mut self, name: &str, value: Value) -> Args {
-        self.scalars.insert(name.to_string(), value);
-        self
-    }
-}
 
 /// Why a kernel could not be evaluated on the given arguments.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]

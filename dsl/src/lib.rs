@@ -13,6 +13,7 @@
 
 #![warn(missing_docs)]
 
+pub mod args;
 pub mod ast;
 pub mod bounds;
 pub mod buffer;
@@ -22,6 +23,7 @@ pub mod dtype;
 pub mod eval;
 pub mod fast_math;
 pub mod hash;
+mod intrinsic;
 pub mod ir;
 pub mod lexer;
 pub mod parser;

@@ -1,9 +1,9 @@
 //! Seeded random inputs for a kernel, and the comparison of two results with the stated float
 //! tolerance: what every differential test, `strata run` and the tuner use to check an answer.
 
+use crate::args::Args;
 use crate::buffer::{Buffer, ShapeError};
 use crate::dtype::Dtype;
-use crate::eval::Args;
 use crate::ir::{InputKind, Pipeline};
 use crate::signature::Sizes;
 use crate::value::Value;

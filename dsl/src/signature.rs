@@ -24,9 +24,9 @@
 //! describes the signature; they implement [`SizeExpr`], which evaluates them exactly or not at
 //! all.
 
+use crate::args::Args;
 use crate::buffer::{BufferShape, BufferView, ShapeError, ViewArgs};
 use crate::dtype::Dtype;
-use crate::eval::Args;
 use crate::ir::{Extent, Intrinsic};
 use crate::value::{BinOp, Value};
 use std::collections::BTreeMap;
