@@ -9,8 +9,7 @@ names the root's types. Exits 1 when it finds a cycle.
 
 A rough reader of Rust, not a parser: it resolves a path to the longest prefix that is a module
 file, and does not follow `use` re-exports. It found the schedule <-> lowering loops (9 cycles)
-that issue 24 describes before they were untied; on 2026-12-03 only `jit/` (backend, codegen)
-still has one.
+that issue 24 describes before they were untied; since 2026-12-03 every crate has none.
 """
 import os
 import re

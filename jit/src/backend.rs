@@ -3,17 +3,16 @@
 //! A backend takes a lowered, possibly specialized kernel (flattened loop IR) and gives
 //! [`MachineCode`]: one entry function `entry(frame: *const u64)` reading the frame laid out
 //! in `codegen`'s module docs, calling the same runtime (`strata_parallel_for`, allocation,
-//! scalar math) and keeping the language's semantics exactly. `CompiledKernel` wraps either
-//! and checks every call the same way, so everything above this rung is backend-blind except
+//! scalar math) and keeping the language's semantics exactly. `CompiledKernel` (`kernel.rs`, which
+//! dispatches to the backend `CodegenOptions::backend` names) wraps either and checks every
+//! call the same way, so everything above this rung is backend-blind except
 //! for choosing one.
 //!
 //! - Cranelift (always built): milliseconds per compile, 128-bit vectors.
 //! - LLVM (cargo feature `llvm`, LLVM 19): vectors as wide as the host has (AVX2, AVX-512),
 //!   tens of milliseconds per compile.
 
-use crate::codegen::{CodegenError, CodegenOptions};
 use strata_dsl::Dtype;
-use strata_scheduler::LoweredKernel;
 
 /// Which code generator compiles a kernel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -114,16 +113,57 @@ pub trait MachineCode {
     fn asm_text(&self) -> &[String];
 }
 
-/// Compiles `kernel` with the backend `options` names.
-pub fn compile(
-    kernel: &LoweredKernel,
-    options: &CodegenOptions,
-) -> Result<Box<dyn MachineCode>, CodegenError> {
-    match options.backend {
-        Backend::Cranelift => Ok(Box::new(crate::codegen::compile(kernel, options)?)),
-        #[cfg(feature = "llvm")]
-        Backend::Llvm => Ok(Box::new(crate::llvm::compile(kernel, options)?)),
-        #[cfg(not(feature = "llvm"))]
-        Backend::Llvm => Err(CodegenError::NotBuilt(Backend::Llvm)),
+/// Why a kernel could not be compiled (a bug in an earlier rung or in code generation).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum CodegenError {
+    /// Cranelift could not describe this CPU (its settings or features).
+    #[error("cannot set up the host ISA: {0}")]
+    Isa(String),
+    /// Cranelift refused the function generated (its verifier or code generator).
+    #[error("Cranelift rejected `{function}`: {message}")]
+    Cranelift {
+        /// The generated function's name.
+        function: String,
+        /// Cranelift's message.
+        message: String,
+    },
+    /// LLVM refused the module generated (its verifier or code generator).
+    #[error("LLVM rejected `{function}`: {message}")]
+    Llvm {
+        /// The generated function's name.
+        function: String,
+        /// LLVM's message.
+        message: String,
+    },
+    /// The backend asked for is not in this build (`llvm` without the cargo feature).
+    #[error("this strata was built without the {0} backend (build with `--features {0}`)")]
+    NotBuilt(Backend),
+}
+
+/// Compilation settings.
+#[derive(Clone, Debug)]
+pub struct CodegenOptions {
+    /// Which code generator compiles the kernel.
+    pub backend: Backend,
+    /// `"speed"` (default) or `"none"`.
+    pub opt_level: &'static str,
+    /// Run Cranelift's IR verifier (on in tests).
+    pub verify: bool,
+    /// Keep the text of the Cranelift IR and of the machine code, for printing.
+    pub keep_text: bool,
+    /// Emit per-function profiling calls around each `produce` block (`profile.rs`); off by
+    /// default, and then nothing is emitted.
+    pub profile: bool,
+}
+
+impl Default for CodegenOptions {
+    fn default() -> Self {
+        CodegenOptions {
+            backend: Backend::Cranelift,
+            opt_level: "speed",
+            verify: cfg!(debug_assertions),
+            keep_text: false,
+            profile: false,
+        }
     }
 }

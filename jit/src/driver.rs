@@ -2,7 +2,7 @@
 //! fixed in advance (if any), compile. `strata::compile`, the command line, the tuner's worker
 //! and the tests all come through here, so a kernel runs the same code whoever compiles it.
 
-use crate::codegen::{CodegenError, CodegenOptions};
+use crate::backend::{CodegenError, CodegenOptions};
 use crate::kernel::CompiledKernel;
 use strata_dsl::{Pipeline, Sizes};
 use strata_scheduler::lower::{bind_sizes, lower, LowerError};

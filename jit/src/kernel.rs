@@ -2,8 +2,7 @@
 //! buffer (element type, rank, extents, and that each input covers the region the code reads)
 //! and every scalar before any generated code runs; the JIT memory is freed on drop.
 
-use crate::backend::{self, Backend, MachineCode};
-use crate::codegen::{CodegenError, CodegenOptions};
+use crate::backend::{Backend, CodegenError, CodegenOptions, MachineCode};
 use crate::profile::ProfileState;
 use std::collections::BTreeMap;
 use strata_dsl::buffer::{BufferView, BufferViewMut, ViewArgs};
@@ -38,7 +37,7 @@ impl CompiledKernel {
         kernel: &LoweredKernel,
         options: &CodegenOptions,
     ) -> Result<CompiledKernel, CodegenError> {
-        let compiled = backend::compile(kernel, options)?;
+        let compiled = compile(kernel, options)?;
         Ok(CompiledKernel {
             kernel: kernel.clone(),
             signature: kernel.call_signature(),
@@ -289,5 +288,19 @@ fn scalar_bits(v: Value) -> u64 {
         Value::F64(x) => x.to_bits(),
         Value::Bool(x) => x as u64,
         other => other.as_i64().unwrap_or(0) as u64,
+    }
+}
+
+/// Compiles `kernel` with the backend `options` names: the one place that knows every backend.
+fn compile(
+    kernel: &LoweredKernel,
+    options: &CodegenOptions,
+) -> Result<Box<dyn MachineCode>, CodegenError> {
+    match options.backend {
+        Backend::Cranelift => Ok(Box::new(crate::codegen::compile(kernel, options)?)),
+        #[cfg(feature = "llvm")]
+        Backend::Llvm => Ok(Box::new(crate::llvm::compile(kernel, options)?)),
+        #[cfg(not(feature = "llvm"))]
+        Backend::Llvm => Err(CodegenError::NotBuilt(Backend::Llvm)),
     }
 }

@@ -53,8 +53,7 @@ pub mod runtime;
 pub mod timing;
 pub mod vmath;
 
-pub use backend::Backend;
-pub use codegen::{CodegenError, CodegenOptions};
+pub use backend::{Backend, CodegenError, CodegenOptions};
 pub use driver::{compile_pipeline, lower_for, CompileError};
 pub use kernel::{CallError, CompiledKernel};
 pub use timing::{time_runs, Timing, Timings};

@@ -33,61 +33,8 @@ use std::collections::HashMap;
 use strata_dsl::Dtype;
 use strata_scheduler::{LoweredKernel, Type as IrType};
 pub use values::CVal;
-
-/// Why a kernel could not be compiled (a bug in an earlier rung or in code generation).
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum CodegenError {
-    /// Cranelift could not describe this CPU (its settings or features).
-    #[error("cannot set up the host ISA: {0}")]
-    Isa(String),
-    /// Cranelift refused the function generated (its verifier or code generator).
-    #[error("Cranelift rejected `{function}`: {message}")]
-    Cranelift {
-        /// The generated function's name.
-        function: String,
-        /// Cranelift's message.
-        message: String,
-    },
-    /// LLVM refused the module generated (its verifier or code generator).
-    #[error("LLVM rejected `{function}`: {message}")]
-    Llvm {
-        /// The generated function's name.
-        function: String,
-        /// LLVM's message.
-        message: String,
-    },
-    /// The backend asked for is not in this build (`llvm` without the cargo feature).
-    #[error("this strata was built without the {0} backend (build with `--features {0}`)")]
-    NotBuilt(crate::Backend),
-}
-
-/// Compilation settings.
-#[derive(Clone, Debug)]
-pub struct CodegenOptions {
-    /// Which code generator compiles the kernel.
-    pub backend: crate::Backend,
-    /// `"speed"` (default) or `"none"`.
-    pub opt_level: &'static str,
-    /// Run Cranelift's IR verifier (on in tests).
-    pub verify: bool,
-    /// Keep the text of the Cranelift IR and of the machine code, for printing.
-    pub keep_text: bool,
-    /// Emit per-function profiling calls around each `produce` block (`profile.rs`); off by
-    /// default, and then nothing is emitted.
-    pub profile: bool,
-}
-
-impl Default for CodegenOptions {
-    fn default() -> Self {
-        CodegenOptions {
-            backend: crate::Backend::Cranelift,
-            opt_level: "speed",
-            verify: cfg!(debug_assertions),
-            keep_text: false,
-            profile: false,
-        }
-    }
-}
+// The boundary every backend shares, named here too for the Cranelift backend's files.
+pub use crate::backend::{CodegenError, CodegenOptions};
 
 /// The machine code of one kernel, with the module that owns it (freed on drop).
 pub struct Compiled {

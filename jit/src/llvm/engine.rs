@@ -4,7 +4,7 @@
 
 use super::functions::{define_entry, Fail, Gen};
 use crate::backend::MachineCode;
-use crate::codegen::{CodegenError, CodegenOptions};
+use crate::backend::{CodegenError, CodegenOptions};
 use crate::runtime;
 use inkwell::context::Context;
 use inkwell::execution_engine::ExecutionEngine;
