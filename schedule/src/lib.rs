@@ -1,6 +1,6 @@
 //! strata-schedule: the schedule language of strata, on its own so that lowering (the crate
 //! strata-scheduler) and the tuner depend on it and it on nothing but the kernel language.
-//! Its contract with lowering is [`validate::Plan`]: what `validate` makes of a pipeline and a
+//! Its contract with lowering is [`plan::Plan`]: what `validate` makes of a pipeline and a
 //! schedule, every function's placement and loops.
 //!
 //! Schedules as data: for each function and each of its stages, the directives of

@@ -1,14 +1,15 @@
-//! strata-scheduler: the mid rung of strata.
+//! strata-scheduler: the mid rung of strata, lowering.
 //!
-//! Schedules as data (`schedule`), their validation against a pipeline, and the lowering of a
-//! Pipeline plus a Schedule into the loop-nest IR (`ir`) as a fixed list of named passes
+//! The lowering of a Pipeline plus a Schedule (the schedule language is the crate
+//! strata-schedule, re-exported here as `schedule`; lowering starts from the `Plan` its
+//! validation makes) into the loop-nest IR (`ir`) as a fixed list of named passes
 //! (`lower`), with the simplifier (`simplify`), a printer and an interpreter that runs lowered
 //! IR on buffers (the second oracle after the reference evaluator).
 //!
 //! A [`Schedule`] is built with the chaining API (`schedule.func("out").tile(..)`) or parsed
 //! from its text form, one line per function stage; every directive is described in
 //! [`Directive`] and in the guide (`docs/guide.md`). An illegal schedule is an error naming the
-//! function, the directive and the rule broken ([`schedule::validate::Rule`]).
+//! function, the directive and the rule broken ([`schedule::errors::Rule`]).
 //!
 //! ```
 //! use strata_scheduler::Schedule;
