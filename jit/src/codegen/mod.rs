@@ -20,6 +20,7 @@ mod scalar;
 mod stmt;
 mod values;
 
+use crate::backend::{CodegenError, CodegenOptions};
 use crate::runtime;
 use cranelift_codegen::ir::{
     types, AbiParam, FuncRef, InstBuilder, Signature, Type, UserFuncName, Value,
@@ -33,8 +34,6 @@ use std::collections::HashMap;
 use strata_dsl::Dtype;
 use strata_scheduler::{LoweredKernel, Type as IrType};
 pub use values::CVal;
-// The boundary every backend shares, named here too for the Cranelift backend's files.
-pub use crate::backend::{CodegenError, CodegenOptions};
 
 /// The machine code of one kernel, with the module that owns it (freed on drop).
 pub struct Compiled {
