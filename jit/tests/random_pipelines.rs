@@ -4,7 +4,7 @@
 //! each with a random legal schedule (`generate::random_schedule`) or the default one, on a random
 //! shape (output extents of 0 and 1 included, so update domains are often empty), run by the
 //! reference evaluator, the loop-IR interpreter and the JIT (every backend built in) with one to
-//! three threads. A second test does the same for deep pipelines drawn by
+//! three threads. Two more tests do the same for deep pipelines drawn by
 //! `generate_pyramid::random_deep_pipeline` (pyramids and stencil chains up to 12 levels).
 //!
 //! The three must agree: integers exactly, floats within 1e-4 relative to the larger of 1 and the
@@ -14,7 +14,8 @@
 //!
 //! `STRATA_CASES=n` sets the number of cases (default 800, and 24 deep ones, from seed
 //! `STRATA_FIRST_SEED`, default 0); a failure prints the kernel text, the schedule, the sizes
-//! and the seed, and `STRATA_SEED=s` replays that one case.
+//! and the seed, and `STRATA_SEED=s` replays that one case. Each set of cases is split into
+//! shards (tests named `..._shard_k`) that run side by side.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -297,27 +298,74 @@ impl Watchdog {
     }
 }
 
-#[test]
-fn random_pipelines_agree_with_the_reference() {
-    differential(draw, DEFAULT_CASES, "random_pipelines_agree");
+// The cases are split into shards, one test each, so the default parallel test runner keeps
+// every core busy: one test of 800 cases ran alone on one core for minutes (a third of CI's
+// LLVM pass was this binary). Together the shards run exactly the seeds one test would.
+const SHARDS: usize = 4;
+const DEEP_SHARDS: usize = 2;
+
+macro_rules! shards {
+    ($draw:ident, $cases:expr, $count:expr, $test:literal, $($name:ident = $shard:expr),+) => {$(
+        #[test]
+        fn $name() {
+            differential($draw, $cases, $test, Shard { index: $shard, count: $count });
+        }
+    )+};
 }
 
-/// Deep pipelines (`generate_pyramid`, issue 20): pyramids and stencil chains up to 12 levels,
-/// each under the default schedule or a random one with every second level at root (see
-/// `DeepKernel::roots`).
-#[test]
-fn random_deep_pipelines_agree_with_the_reference() {
-    differential(draw_deep, DEEP_CASES, "random_deep_pipelines");
+shards!(
+    draw,
+    DEFAULT_CASES,
+    SHARDS,
+    "random_pipelines_agree",
+    random_pipelines_agree_with_the_reference_shard_0 = 0,
+    random_pipelines_agree_with_the_reference_shard_1 = 1,
+    random_pipelines_agree_with_the_reference_shard_2 = 2,
+    random_pipelines_agree_with_the_reference_shard_3 = 3
+);
+
+// Deep pipelines (`generate_pyramid`, issue 20): pyramids and stencil chains up to 12 levels,
+// each under the default schedule or a random one with every second level at root (see
+// `DeepKernel::roots`).
+shards!(
+    draw_deep,
+    DEEP_CASES,
+    DEEP_SHARDS,
+    "random_deep_pipelines",
+    random_deep_pipelines_agree_with_the_reference_shard_0 = 0,
+    random_deep_pipelines_agree_with_the_reference_shard_1 = 1
+);
+
+/// Which of the seeds one test runs: those whose position in the list is `index` modulo `count`.
+#[derive(Clone, Copy)]
+struct Shard {
+    index: usize,
+    count: usize,
 }
 
-/// Runs the seeds' cases drawn by `draw`; panics naming every failing seed (`test` names the
-/// test to replay them with).
-fn differential(draw: fn(u64) -> Result<Case, String>, default_cases: u64, test: &str) {
+impl Shard {
+    fn seeds(self, all: Vec<u64>) -> impl Iterator<Item = u64> {
+        let Shard { index, count } = self;
+        all.into_iter()
+            .enumerate()
+            .filter(move |(i, _)| i % count == index)
+            .map(|(_, s)| s)
+    }
+}
+
+/// Runs the shard's cases drawn by `draw`; panics naming every failing seed (`test` names the
+/// tests to replay them with: a prefix every shard's name shares).
+fn differential(
+    draw: fn(u64) -> Result<Case, String>,
+    default_cases: u64,
+    test: &str,
+    shard: Shard,
+) {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     let mut verified: BTreeMap<&str, usize> = BTreeMap::new();
     let mut failures = Vec::new();
     let watchdog = Watchdog::start();
-    for seed in seeds(default_cases) {
+    for seed in shard.seeds(seeds(default_cases)) {
         watchdog.now_running(seed);
         let result = draw(seed).and_then(|case| {
             if env_u64("STRATA_SEED").is_some() {
