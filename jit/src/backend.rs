@@ -1,18 +1,29 @@
 //! The code generators strata can compile with, and the boundary they share.
 //!
-//! A backend takes a lowered, possibly specialized kernel (flattened loop IR) and gives
-//! [`MachineCode`]: one entry function `entry(frame: *const u64)` reading the frame laid out
-//! in `codegen`'s module docs, calling the same runtime (`strata_parallel_for`, allocation,
-//! scalar math) and keeping the language's semantics exactly. `CompiledKernel` (`kernel.rs`, which
-//! dispatches to the backend `CodegenOptions::backend` names) wraps either and checks every
-//! call the same way, so everything above this rung is backend-blind except
-//! for choosing one.
+//! A backend is a [`CodeGenerator`], one per module (`cranelift/`, `llvm/`): it takes a
+//! lowered, possibly specialized kernel (flattened loop IR) and gives [`MachineCode`], one
+//! entry function `entry(frame: *const u64)`, keeping the language's semantics exactly. What
+//! every backend shares is here or beside it: the options and errors below, the frame, the
+//! runtime it calls (`runtime.rs`: `strata_parallel_for`, allocation, scalar math), the
+//! register-promotion analysis (`promote.rs`) and the statement dispatch (`emit.rs`).
+//! `CompiledKernel` (`kernel.rs`) compiles with the generator [`Backend::generator`] gives and
+//! checks every call the same way, so everything above this rung is backend-blind except for
+//! choosing one.
+//!
+//! The frame: the entry's one argument points to, in order, one pointer per buffer (inputs,
+//! then the output), each size variable, each scalar parameter (its bits, zero-extended), the
+//! thread count and the call's profiling counters (`crate::profile::ProfileState`, null unless
+//! profiled; read only by code compiled with `CodegenOptions::profile`). Each parallel loop body
+//! becomes a function `body(ctx, lo, hi)` called through the runtime's `strata_parallel_for`
+//! (which also gets the counters); `ctx` points to a copy of every value in scope where the loop
+//! starts.
 //!
 //! - Cranelift (always built): milliseconds per compile, 128-bit vectors.
 //! - LLVM (cargo feature `llvm`, LLVM 19): vectors as wide as the host has (AVX2, AVX-512),
 //!   tens of milliseconds per compile.
 
 use strata_dsl::Dtype;
+use strata_scheduler::LoweredKernel;
 
 /// Which code generator compiles a kernel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -43,9 +54,17 @@ impl Backend {
 
     /// Whether this build of strata includes the backend.
     pub fn is_built(self) -> bool {
+        self.generator().is_ok()
+    }
+
+    /// This backend's code generator, if this build includes it.
+    pub fn generator(self) -> Result<&'static dyn CodeGenerator, CodegenError> {
         match self {
-            Backend::Cranelift => true,
-            Backend::Llvm => cfg!(feature = "llvm"),
+            Backend::Cranelift => Ok(&crate::cranelift::Cranelift),
+            #[cfg(feature = "llvm")]
+            Backend::Llvm => Ok(&crate::llvm::Llvm),
+            #[cfg(not(feature = "llvm"))]
+            Backend::Llvm => Err(CodegenError::NotBuilt(Backend::Llvm)),
         }
     }
 
@@ -101,6 +120,17 @@ fn host_vector_bytes() -> u16 {
         }
     }
     16
+}
+
+/// A code generator: flattened loop IR to machine code that keeps the frame contract above.
+/// Each backend module implements it once (`cranelift::Cranelift`, `llvm::Llvm`).
+pub trait CodeGenerator: Sync {
+    /// Compiles `kernel` (lowered and flattened; the verifier has passed it) with `options`.
+    fn compile(
+        &self,
+        kernel: &LoweredKernel,
+        options: &CodegenOptions,
+    ) -> Result<Box<dyn MachineCode>, CodegenError>;
 }
 
 /// Machine code for one kernel, owning its memory (freed on drop).

@@ -37,7 +37,7 @@ impl CompiledKernel {
         kernel: &LoweredKernel,
         options: &CodegenOptions,
     ) -> Result<CompiledKernel, CodegenError> {
-        let compiled = compile(kernel, options)?;
+        let compiled = options.backend.generator()?.compile(kernel, options)?;
         Ok(CompiledKernel {
             kernel: kernel.clone(),
             signature: kernel.call_signature(),
@@ -288,19 +288,5 @@ fn scalar_bits(v: Value) -> u64 {
         Value::F64(x) => x.to_bits(),
         Value::Bool(x) => x as u64,
         other => other.as_i64().unwrap_or(0) as u64,
-    }
-}
-
-/// Compiles `kernel` with the backend `options` names: the one place that knows every backend.
-fn compile(
-    kernel: &LoweredKernel,
-    options: &CodegenOptions,
-) -> Result<Box<dyn MachineCode>, CodegenError> {
-    match options.backend {
-        Backend::Cranelift => Ok(Box::new(crate::codegen::compile(kernel, options)?)),
-        #[cfg(feature = "llvm")]
-        Backend::Llvm => Ok(Box::new(crate::llvm::compile(kernel, options)?)),
-        #[cfg(not(feature = "llvm"))]
-        Backend::Llvm => Err(CodegenError::NotBuilt(Backend::Llvm)),
     }
 }

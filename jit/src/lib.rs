@@ -41,19 +41,21 @@
 #![warn(missing_docs)]
 
 pub mod backend;
-pub mod codegen;
+mod cranelift;
 pub mod driver;
+mod emit;
 pub mod fast_math;
 pub mod kernel;
 #[cfg(feature = "llvm")]
-pub mod llvm;
+mod llvm;
 pub mod profile;
+mod promote;
 pub mod roofline;
 pub mod runtime;
 pub mod timing;
 pub mod vmath;
 
-pub use backend::{Backend, CodegenError, CodegenOptions};
+pub use backend::{Backend, CodeGenerator, CodegenError, CodegenOptions, MachineCode};
 pub use driver::{compile_pipeline, lower_for, CompileError};
 pub use kernel::{CallError, CompiledKernel};
 pub use timing::{time_runs, Timing, Timings};

@@ -224,7 +224,7 @@ fn calibrate(mut call: impl FnMut(i64)) -> i64 {
     }
 }
 
-/// A JIT module set up like strata's kernels (see `codegen::new_module`).
+/// A JIT module set up like strata's kernels (see `cranelift::new_module`).
 fn new_module() -> JITModule {
     let mut flags = settings::builder();
     for (name, value) in [

@@ -1,7 +1,7 @@
 //! The inner loops of register-tiled kernels, read in the machine code (x86-64), and the
 //! answers of the code paths that shape them.
 //!
-//! - Multiplicand order (`codegen/fma_order.rs`): x64 Cranelift's fma overwrites its first
+//! - Multiplicand order (`cranelift/fma_order.rs`): x64 Cranelift's fma overwrites its first
 //!   multiplicand, so the first one should be the one with fewer uses. conv2d's input vector
 //!   multiplies eight weights; first, it was copied before seven of every eight fmas.
 //! - Induction variables (`counted_loop`, `induction`): an address term `counter * c` with `c`

@@ -1,6 +1,6 @@
 //! Narrowing integer casts of vectors (`u32`/`i32` to 16 and 8 bits, `u16`/`i16` to 8 bits)
 //! run with the pack instructions (`unarrow` after masking each lane to the target's width,
-//! codegen/narrow.rs) and keep the language's semantics: Rust's `as`, truncation modulo
+//! cranelift/narrow.rs) and keep the language's semantics: Rust's `as`, truncation modulo
 //! 2^bits, never saturation. Inputs cover the whole source range (values above `0xFFFF` and
 //! `0xFF`, negative ones, the edges of every type), extents are odd so vector loops have
 //! tails, and every answer must equal the reference evaluator's bit for bit.

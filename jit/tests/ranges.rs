@@ -1,4 +1,4 @@
-//! Code forms chosen from what an expression's form proves (codegen/range.rs and the widening
+//! Code forms chosen from what an expression's form proves (cranelift/range.rs and the widening
 //! loads): a vector load cast to integers twice as wide is one widening load per piece, a u32
 //! division by a constant of a dividend below 2^22 goes through f32, and a narrowing cast of a
 //! value that already fits drops its mask. Each must equal the reference evaluator bit for bit,

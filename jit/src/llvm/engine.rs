@@ -3,8 +3,7 @@
 //! strata's runtime. The engine, its module and their context live as long as the code.
 
 use super::functions::{define_entry, Fail, Gen};
-use crate::backend::MachineCode;
-use crate::backend::{CodegenError, CodegenOptions};
+use crate::backend::{CodeGenerator, CodegenError, CodegenOptions, MachineCode};
 use crate::runtime;
 use inkwell::context::Context;
 use inkwell::execution_engine::ExecutionEngine;
@@ -16,6 +15,19 @@ use inkwell::targets::{
 use inkwell::OptimizationLevel;
 use std::mem::ManuallyDrop;
 use strata_scheduler::LoweredKernel;
+
+/// The LLVM code generator (cargo feature `llvm`).
+pub struct Llvm;
+
+impl CodeGenerator for Llvm {
+    fn compile(
+        &self,
+        kernel: &LoweredKernel,
+        options: &CodegenOptions,
+    ) -> Result<Box<dyn MachineCode>, CodegenError> {
+        Ok(Box::new(compile(kernel, options)?))
+    }
+}
 
 /// Machine code made by LLVM, with what owns it.
 pub struct LlvmCode {

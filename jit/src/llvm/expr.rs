@@ -1,5 +1,5 @@
 //! Expressions: loop-IR `Expr` to LLVM values, vectors at the width the schedule gave them.
-//! Scalar semantics as in `codegen/scalar.rs` (../../dsl/src/value.rs): wrapping integers,
+//! Scalar semantics as in `cranelift/scalar.rs` (../../dsl/src/value.rs): wrapping integers,
 //! Euclidean division and modulo with division by zero giving 0, `min(a, b)` as
 //! `a < b ? a : b`, casts as Rust's `as`.
 

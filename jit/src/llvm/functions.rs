@@ -172,7 +172,7 @@ pub struct FnGen<'g, 'ctx> {
     pub lets: Vec<(String, strata_scheduler::Expr)>,
     /// Locations living in stack slots (registers, after SROA) during the loop being
     /// generated.
-    pub promoted: Vec<(crate::codegen::promote::Location, PointerValue<'ctx>)>,
+    pub promoted: Vec<(crate::promote::Location, PointerValue<'ctx>)>,
 }
 
 impl<'g, 'ctx> FnGen<'g, 'ctx> {

@@ -1,7 +1,7 @@
 //! The LLVM backend (cargo feature `llvm`): a lowered kernel (flattened loop IR) to LLVM IR,
 //! optimized by LLVM's `default<O2>` pipeline for the host CPU and compiled by MCJIT.
 //!
-//! Same contract as the Cranelift path (`crate::codegen`): one entry `entry(frame)` reading
+//! Same contract as the Cranelift backend (`crate::backend`): one entry `entry(frame)` reading
 //! the same frame, parallel loop bodies called through `strata_parallel_for`, storage from
 //! the same runtime, the same vector `exp`/`log` algorithms. What differs is the width:
 //! vectors keep the width the schedule gave them (`<16 x float>` is one zmm register on an
@@ -29,4 +29,4 @@ mod stmt;
 mod vmath;
 
 pub(crate) use engine::host_machine;
-pub use engine::{compile, LlvmCode};
+pub use engine::Llvm;

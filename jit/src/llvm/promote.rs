@@ -1,11 +1,11 @@
-//! Register promotion for the LLVM backend: the locations `crate::codegen::promote` finds
+//! Register promotion for the LLVM backend: the locations `crate::promote` finds
 //! invariant in a serial loop (an accumulator tile) live in stack slots during the loop,
 //! which LLVM's SROA turns into registers. LLVM's own promotion (LICM) cannot do this for a
 //! register tile: the tile's rows are at `i32` offsets that wrap, which its alias analysis
 //! cannot tell apart, so it would reload and store every accumulator in every iteration.
 
 use super::functions::{Fail, FnGen};
-use crate::codegen::promote::{self, Location};
+use crate::promote::{self, Location};
 use inkwell::values::{BasicValueEnum, PointerValue};
 use strata_scheduler::Expr;
 

@@ -3,66 +3,25 @@
 //! scope.
 
 use super::functions::{int, pointer, Fail, FnGen};
+use crate::emit::EmitStmt;
 use inkwell::module::Linkage;
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, IntValue, PointerValue};
 use inkwell::IntPredicate;
 use strata_dsl::{BinOp, Dtype};
-use strata_scheduler::{Expr, ForKind, Stmt, Type as IrType};
+use strata_scheduler::{Expr, Stmt, Type as IrType};
 
 /// Allocations of at most this many bytes with a constant size live on the stack (as in the
 /// Cranelift backend).
 const STACK_ALLOCATION_LIMIT: i64 = 16 * 1024;
 
 /// A cap above every count one buffer may hold (2^31 - 1): capping partial products here keeps
-/// the next product inside `i64` (see `codegen/alloc.rs`).
+/// the next product inside `i64` (see `cranelift/alloc.rs`).
 const ELEMENT_CAP: i64 = 1 << 31;
 
 impl<'ctx> FnGen<'_, 'ctx> {
     pub fn stmt(&mut self, s: &Stmt) -> Result<(), Fail> {
-        match s {
-            Stmt::For {
-                var,
-                min,
-                extent,
-                kind,
-                body,
-            } => {
-                if *kind == ForKind::Parallel {
-                    self.parallel_for(var, min, extent, body)
-                } else {
-                    self.serial_for(var, min, extent, body)
-                }
-            }
-            Stmt::Let { name, value, body } => {
-                let v = self.expr(value)?;
-                self.push_let(name, value, v);
-                self.stmt(body)?;
-                self.pop_let();
-                Ok(())
-            }
-            Stmt::Block(stmts) => stmts.iter().try_for_each(|s| self.stmt(s)),
-            Stmt::If {
-                cond,
-                then_case,
-                else_case,
-            } => self.if_then_else(cond, then_case, else_case.as_deref()),
-            Stmt::Allocate {
-                buffer,
-                dtype,
-                size,
-                body,
-            } => self.allocate(buffer, *dtype, size, body),
-            Stmt::Store {
-                buffer,
-                index,
-                value,
-            } => self.store(buffer, index, value),
-            Stmt::Produce { func, body } if self.g.profile.is_some() => self.profiled(func, body),
-            Stmt::Produce { body, .. } => self.stmt(body),
-            // The verifier rules these out after flattening.
-            Stmt::Realize { .. } | Stmt::Provide { .. } | Stmt::NoOp => Ok(()),
-        }
+        crate::emit::emit(self, s)
     }
 
     fn serial_for(
@@ -362,3 +321,45 @@ impl<'ctx> FnGen<'_, 'ctx> {
         Ok(function)
     }
 }
+
+impl<'ctx> EmitStmt for FnGen<'_, 'ctx> {
+    type Error = Fail;
+
+    fn emit_serial_for(&mut self, var: &str, min: &Expr, extent: &Expr, body: &Stmt) -> Emitted {
+        self.serial_for(var, min, extent, body)
+    }
+
+    fn emit_parallel_for(&mut self, var: &str, min: &Expr, extent: &Expr, body: &Stmt) -> Emitted {
+        self.parallel_for(var, min, extent, body)
+    }
+
+    fn emit_let(&mut self, name: &str, value: &Expr, body: &Stmt) -> Emitted {
+        let v = self.expr(value)?;
+        self.push_let(name, value, v);
+        self.stmt(body)?;
+        self.pop_let();
+        Ok(())
+    }
+
+    fn emit_if(&mut self, cond: &Expr, then_case: &Stmt, else_case: Option<&Stmt>) -> Emitted {
+        self.if_then_else(cond, then_case, else_case)
+    }
+
+    fn emit_allocate(&mut self, buffer: &str, dtype: Dtype, size: &Expr, body: &Stmt) -> Emitted {
+        self.allocate(buffer, dtype, size, body)
+    }
+
+    fn emit_store(&mut self, buffer: &str, index: &Expr, value: &Expr) -> Emitted {
+        self.store(buffer, index, value)
+    }
+
+    fn profiling(&self) -> bool {
+        self.g.profile.is_some()
+    }
+
+    fn emit_profiled(&mut self, func: &str, body: &Stmt) -> Emitted {
+        self.profiled(func, body)
+    }
+}
+
+type Emitted = Result<(), Fail>;

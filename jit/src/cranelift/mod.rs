@@ -1,26 +1,21 @@
-//! Code generation: a lowered kernel (flattened loop IR) to machine code through Cranelift.
-//!
-//! The kernel becomes one entry function `entry(frame: *const u64)`; the frame holds, in
-//! order, one pointer per buffer (inputs, then the output), each size variable, each scalar
-//! parameter (its bits, zero-extended), the thread count and the call's profiling counters
-//! (`crate::profile::ProfileState`, null unless profiled; read only by code compiled with
-//! `CodegenOptions::profile`). Each parallel loop body becomes a function `body(ctx, lo, hi)`
-//! called through the runtime's `strata_parallel_for` (which also gets the counters); `ctx`
-//! points to a copy of every value in scope where the loop starts.
+//! The Cranelift backend: a lowered kernel (flattened loop IR) to machine code through
+//! Cranelift, keeping the frame contract of `crate::backend` (one entry function
+//! `entry(frame: *const u64)`, each parallel loop body a function `body(ctx, lo, hi)` called
+//! through the runtime's `strata_parallel_for`).
 
 mod address;
 mod alloc;
 mod expr;
 mod fma_order;
 mod narrow;
-pub(crate) mod promote;
 mod range;
 mod reduce;
 mod scalar;
 mod stmt;
 mod values;
 
-use crate::backend::{CodegenError, CodegenOptions};
+use crate::backend::{CodegenError, CodegenOptions, MachineCode};
+use crate::promote;
 use crate::runtime;
 use cranelift_codegen::ir::{
     types, AbiParam, FuncRef, InstBuilder, Signature, Type, UserFuncName, Value,
@@ -56,7 +51,7 @@ impl Drop for Compiled {
     }
 }
 
-impl crate::backend::MachineCode for Compiled {
+impl MachineCode for Compiled {
     fn entry(&self) -> unsafe extern "C" fn(*const u64) {
         self.entry
     }
@@ -67,6 +62,19 @@ impl crate::backend::MachineCode for Compiled {
 
     fn asm_text(&self) -> &[String] {
         &self.asm
+    }
+}
+
+/// The Cranelift code generator (always built).
+pub struct Cranelift;
+
+impl crate::backend::CodeGenerator for Cranelift {
+    fn compile(
+        &self,
+        kernel: &LoweredKernel,
+        options: &CodegenOptions,
+    ) -> Result<Box<dyn MachineCode>, CodegenError> {
+        Ok(Box::new(compile(kernel, options)?))
     }
 }
 

@@ -1,8 +1,11 @@
-//! Register promotion: in a serial loop, a buffer whose every access uses an index that does not
-//! change across the loop (an accumulator tile: `C[ramp(i * 64 + j, 1, 8)] += ...` inside the
-//! `k` loop) is read into Cranelift variables before the loop, used and updated there, and
-//! written back after it. Cranelift does not promote memory to registers itself, and without
-//! this no register-blocked kernel comes near the peak (docs/design.md §5).
+//! Register promotion, the analysis every backend shares: in a serial loop, a buffer whose
+//! every access uses an index that does not change across the loop (an accumulator tile:
+//! `C[ramp(i * 64 + j, 1, 8)] += ...` inside the `k` loop) is read into registers before the
+//! loop, used and updated there, and written back after it. How is the backend's part
+//! (`cranelift/stmt.rs`: Cranelift variables; `llvm/promote.rs`: stack slots LLVM's SROA makes
+//! registers); which locations, and whether an access is one of them, is decided here once.
+//! Neither code generator promotes such a tile itself, and without this no register-blocked
+//! kernel comes near the peak (docs/design.md §5).
 //!
 //! A buffer qualifies when, inside the loop, every access to it is unconditional (not under an
 //! `if`), has an index that is a scalar or a dense ramp, is invariant in the loop (after

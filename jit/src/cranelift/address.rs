@@ -101,7 +101,7 @@ impl FnCodegen<'_, '_, '_> {
     /// Whether an access of `body` (a loop over `var`) has an address with a term
     /// `var * coefficient` worth an induction variable (`counter_times_constant`).
     pub fn wants_inductions(&self, var: &str, body: &Stmt) -> bool {
-        super::promote::accesses(body, &self.lets)
+        crate::promote::accesses(body, &self.lets)
             .into_iter()
             .any(|(index, ty)| {
                 let start = super::expr::dense_start(&index).unwrap_or(&index);

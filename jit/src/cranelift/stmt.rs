@@ -4,60 +4,22 @@
 
 use super::expr::{dense_start, mem_flags};
 use super::values::{layout, splat, unpack, CVal, Layout};
-use super::{promote, Env, FnCodegen, LoopInductions};
+use super::{Env, FnCodegen, LoopInductions};
+use crate::emit::EmitStmt;
+use crate::promote;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     types, AbiParam, Block, BlockArg, InstBuilder, StackSlotData, StackSlotKind, Value,
 };
 use cranelift_frontend::Variable;
 use cranelift_module::Module;
-use strata_scheduler::{Expr, ForKind, Stmt, Type as IrType};
+use std::convert::Infallible;
+use strata_dsl::Dtype;
+use strata_scheduler::{Expr, Stmt, Type as IrType};
 
 impl FnCodegen<'_, '_, '_> {
     pub fn stmt(&mut self, s: &Stmt) {
-        match s {
-            Stmt::For {
-                var,
-                min,
-                extent,
-                kind: ForKind::Parallel,
-                body,
-            } => self.parallel_for(var, min, extent, body),
-            Stmt::For {
-                var,
-                min,
-                extent,
-                body,
-                ..
-            } => self.serial_for(var, min, extent, body),
-            Stmt::Let { name, value, body } => {
-                let v = self.expr(value);
-                self.push_let(name, value, v);
-                self.stmt(body);
-                self.pop_let();
-            }
-            Stmt::Block(stmts) => stmts.iter().for_each(|s| self.stmt(s)),
-            Stmt::If {
-                cond,
-                then_case,
-                else_case,
-            } => self.if_then_else(cond, then_case, else_case.as_deref()),
-            Stmt::Allocate {
-                buffer,
-                dtype,
-                size,
-                body,
-            } => self.allocate(buffer, *dtype, size, body),
-            Stmt::Store {
-                buffer,
-                index,
-                value,
-            } => self.store(buffer, index, value),
-            Stmt::Produce { func, body } if self.comp.options.profile => self.profiled(func, body),
-            Stmt::Produce { body, .. } => self.stmt(body),
-            // The verifier rules these out after flattening.
-            Stmt::Realize { .. } | Stmt::Provide { .. } | Stmt::NoOp => {}
-        }
+        let Ok(()) = crate::emit::emit(self, s);
     }
 
     fn serial_for(&mut self, var: &str, min: &Expr, extent: &Expr, body: &Stmt) {
@@ -501,6 +463,55 @@ impl FnCodegen<'_, '_, '_> {
         out
     }
 }
+
+/// Cranelift cannot fail to emit a statement (its verifier runs on the finished function).
+impl EmitStmt for FnCodegen<'_, '_, '_> {
+    type Error = Infallible;
+
+    fn emit_serial_for(&mut self, var: &str, min: &Expr, extent: &Expr, body: &Stmt) -> Emitted {
+        self.serial_for(var, min, extent, body);
+        Ok(())
+    }
+
+    fn emit_parallel_for(&mut self, var: &str, min: &Expr, extent: &Expr, body: &Stmt) -> Emitted {
+        self.parallel_for(var, min, extent, body);
+        Ok(())
+    }
+
+    fn emit_let(&mut self, name: &str, value: &Expr, body: &Stmt) -> Emitted {
+        let v = self.expr(value);
+        self.push_let(name, value, v);
+        self.stmt(body);
+        self.pop_let();
+        Ok(())
+    }
+
+    fn emit_if(&mut self, cond: &Expr, then_case: &Stmt, else_case: Option<&Stmt>) -> Emitted {
+        self.if_then_else(cond, then_case, else_case);
+        Ok(())
+    }
+
+    fn emit_allocate(&mut self, buffer: &str, dtype: Dtype, size: &Expr, body: &Stmt) -> Emitted {
+        self.allocate(buffer, dtype, size, body);
+        Ok(())
+    }
+
+    fn emit_store(&mut self, buffer: &str, index: &Expr, value: &Expr) -> Emitted {
+        self.store(buffer, index, value);
+        Ok(())
+    }
+
+    fn profiling(&self) -> bool {
+        self.comp.options.profile
+    }
+
+    fn emit_profiled(&mut self, func: &str, body: &Stmt) -> Emitted {
+        self.profiled(func, body);
+        Ok(())
+    }
+}
+
+type Emitted = Result<(), Infallible>;
 
 /// Whether a loop body holds no loop (then it is an innermost loop's).
 fn innermost(body: &Stmt) -> bool {

@@ -458,7 +458,7 @@ impl FnCodegen<'_, '_, '_> {
     /// the first `scope`: a block parameter of a loop header, which no load using it can rise
     /// above. (Unrolled loops bind constants, which pin nothing.)
     fn depends_on_counter_inside(&self, index: &Expr, scope: usize) -> bool {
-        let expanded = super::promote::expand(index, &self.lets);
+        let expanded = crate::promote::expand(index, &self.lets);
         let mut pinned = false;
         expanded.for_each(&mut |e| {
             if let Expr::Var(name, _) = e {
