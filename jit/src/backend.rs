@@ -6,9 +6,9 @@
 //! every backend shares is here or beside it: the options and errors below, the frame, the
 //! runtime it calls (`runtime.rs`: `strata_parallel_for`, allocation, scalar math), the
 //! register-promotion analysis (`promote.rs`) and the statement dispatch (`emit.rs`).
-//! `CompiledKernel` (`kernel.rs`) compiles with the generator [`Backend::generator`] gives and
-//! checks every call the same way, so everything above this rung is backend-blind except for
-//! choosing one.
+//! `CompiledKernel` (`kernel.rs`) compiles with the generator [`Backend::generator`] gives
+//! (`registry.rs`) and checks every call the same way, so everything above this rung is
+//! backend-blind except for choosing one.
 //!
 //! The frame: the entry's one argument points to, in order, one pointer per buffer (inputs,
 //! then the output), each size variable, each scalar parameter (its bits, zero-extended), the
@@ -54,17 +54,9 @@ impl Backend {
 
     /// Whether this build of strata includes the backend.
     pub fn is_built(self) -> bool {
-        self.generator().is_ok()
-    }
-
-    /// This backend's code generator, if this build includes it.
-    pub fn generator(self) -> Result<&'static dyn CodeGenerator, CodegenError> {
         match self {
-            Backend::Cranelift => Ok(&crate::cranelift::Cranelift),
-            #[cfg(feature = "llvm")]
-            Backend::Llvm => Ok(&crate::llvm::Llvm),
-            #[cfg(not(feature = "llvm"))]
-            Backend::Llvm => Err(CodegenError::NotBuilt(Backend::Llvm)),
+            Backend::Cranelift => true,
+            Backend::Llvm => cfg!(feature = "llvm"),
         }
     }
 

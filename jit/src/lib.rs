@@ -50,6 +50,7 @@ pub mod kernel;
 mod llvm;
 pub mod profile;
 mod promote;
+mod registry;
 pub mod roofline;
 pub mod runtime;
 pub mod timing;
