@@ -8,9 +8,9 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use strata::scheduler::generate::random_schedule;
 use strata::scheduler::schedule::text::parse_schedule;
 use strata::{parse_kernel, Pipeline, Schedule};
+use strata_testkit::generate::random_schedule;
 
 const KERNELS: [&str; 7] = [
     "matmul",

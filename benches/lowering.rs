@@ -1,6 +1,6 @@
 //! Lowering time and peak heap against pyramid depth (issue 20's measure): the pyramid
 //! interpolation at 2..=12 levels and the local Laplacian filter at 2..=8, each with every
-//! level computed at root and under the default schedule (`strata::scheduler::generate_apps`).
+//! level computed at root and under the default schedule (`strata_testkit::generate_apps`).
 //! Lowering is `lower` alone: bounds inference, realization and simplification, no code
 //! generation. The peak heap of one lowering (a counting allocator around the system one) is
 //! printed before each case is timed; the growth per level should be additive.
@@ -10,9 +10,9 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use strata::scheduler::generate_apps::{all_at_root, interpolate, local_laplacian};
 use strata::scheduler::lower::lower;
 use strata::{parse_kernel, Pipeline, Schedule};
+use strata_testkit::generate_apps::{all_at_root, interpolate, local_laplacian};
 
 /// The system allocator, counting the bytes live and their peak.
 struct Counting;

@@ -29,7 +29,10 @@ fn run(shape: &str, extra: &[&str]) -> String {
 
 #[test]
 fn the_table_lists_each_function_with_its_calls() {
-    let out = run(SMALL, &["--schedule", "bx: compute_at(out, y)", "--profile"]);
+    let out = run(
+        SMALL,
+        &["--schedule", "bx: compute_at(out, y)", "--profile"],
+    );
     assert!(out.contains("answer: matches the reference"), "{out}");
     let row = |name: &str| {
         let line = out.lines().find(|l| l.trim_start().starts_with(name));

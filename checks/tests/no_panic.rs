@@ -16,10 +16,10 @@ use proptest::test_runner::RngSeed;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use strata::dsl::random::{agree, random_args};
-use strata::scheduler::generate::random_schedule;
-use strata::scheduler::generate_pipeline::random_pipeline;
 use strata::scheduler::schedule::text::parse_schedule;
 use strata::{evaluate, parse_kernel, Pipeline, Schedule, Sizes};
+use strata_testkit::generate::random_schedule;
+use strata_testkit::generate_pipeline::random_pipeline;
 
 const FLOAT_TOLERANCE: f64 = 1e-4;
 /// The largest number a text may hold for its kernel to be run (not only compiled).

@@ -18,9 +18,9 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use strata_dsl::random::random_args;
 use strata_dsl::{evaluate, parse_kernel, Pipeline, Sizes, Value};
-use strata_scheduler::generate_apps::{interpolate, local_laplacian};
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::Schedule;
+use strata_testkit::generate_apps::{interpolate, local_laplacian};
 
 fn example_source(name: &str) -> String {
     let path = format!(

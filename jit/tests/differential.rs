@@ -10,43 +10,15 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata_dsl::random::{agree, random_args};
-use strata_dsl::Sizes;
-use strata_dsl::{evaluate, parse_kernel, Pipeline};
-use strata_jit::{Backend, CallError, CodegenOptions, CompiledKernel};
-use strata_scheduler::generate::random_schedule;
+use strata_dsl::{evaluate, Pipeline, Sizes};
+use strata_jit::{Backend, CodegenOptions, CompiledKernel};
 use strata_scheduler::interp::interpret;
 use strata_scheduler::lower::lower;
-use strata_scheduler::schedule::text::parse_schedule;
+use strata_testkit::differential::{refused_for_round_up, run_cases, seeds, Outcome};
+use strata_testkit::generate::random_schedule;
+use strata_testkit::{example, example_schedule, example_sizes, Widths};
 
 const FLOAT_TOLERANCE: f64 = 1e-4;
-
-fn example(name: &str) -> Pipeline {
-    let path = format!(
-        "{}/../examples/kernels/{name}.strata",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
-}
-
-fn random_sizes(name: &str, rng: &mut StdRng) -> Sizes {
-    let mut r = |lo: i64, hi: i64| rng.random_range(lo..=hi);
-    let sizes: Vec<(&str, i64)> = match name {
-        "matmul" => vec![("M", r(1, 9)), ("N", r(1, 19)), ("K", r(1, 7))],
-        "blur3x3" => vec![("H", r(3, 12)), ("W", r(3, 21))],
-        "softmax" => vec![("R", r(1, 5)), ("C", r(1, 21))],
-        "conv2d" => vec![
-            ("N", r(1, 2)),
-            ("C", r(1, 3)),
-            ("F", r(1, 2)),
-            ("H", r(3, 7)),
-            ("W", r(3, 12)),
-        ],
-        "histogram" | "brighten" => vec![("H", r(1, 7)), ("W", r(1, 19))],
-        "gaussian5" => vec![("H", r(1, 9)), ("W", r(1, 18))],
-        _ => vec![],
-    };
-    sizes.into_iter().map(|(n, v)| (n.to_string(), v)).collect()
-}
 
 fn options(backend: Backend) -> CodegenOptions {
     CodegenOptions {
@@ -56,11 +28,11 @@ fn options(backend: Backend) -> CodegenOptions {
     }
 }
 
-/// One seeded case; `Ok(false)` when a round_up schedule refused a too-small input.
-fn case(name: &str, pipeline: &Pipeline, seed: u64) -> Result<bool, String> {
+/// One seeded case, on every backend built in.
+fn case(name: &str, pipeline: &Pipeline, seed: u64) -> Result<Outcome, String> {
     let mut rng = StdRng::seed_from_u64(seed);
     let schedule = random_schedule(pipeline, &mut rng);
-    let sizes = random_sizes(name, &mut rng);
+    let sizes = example_sizes(name, Widths::Vectors, &mut rng);
     let args = random_args(pipeline, &sizes, &mut rng)?;
     let threads = rng.random_range(1..=3);
     let context = |what: String| {
@@ -77,11 +49,7 @@ fn case(name: &str, pipeline: &Pipeline, seed: u64) -> Result<bool, String> {
         let compiled = CompiledKernel::new(&lowered, &options(backend))
             .map_err(|e| context(format!("{backend}: compilation failed: {e}\n{lowered}")))?;
         let got = match compiled.run(&args, threads) {
-            Err(CallError::InputTooSmall { .. } | CallError::ReadsEmptyInput { .. })
-                if schedule.to_string().contains("round_up") =>
-            {
-                return Ok(false)
-            }
+            Err(e) if refused_for_round_up(&e, &schedule) => return Ok(Outcome::Refused),
             Err(e) => {
                 return Err(context(format!(
                     "{backend}: the call was refused: {e}\n{lowered}"
@@ -101,34 +69,14 @@ fn case(name: &str, pipeline: &Pipeline, seed: u64) -> Result<bool, String> {
         agree(&got, interpreted, FLOAT_TOLERANCE)
             .map_err(|e| context(format!("{backend} vs interpreter: {e}\n{lowered}")))?;
     }
-    Ok(true)
+    Ok(Outcome::Matched)
 }
 
 fn differential(name: &str) {
     let pipeline = example(name);
-    let cases: u64 = std::env::var("STRATA_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(120);
-    let seeds: Vec<u64> = match std::env::var("STRATA_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        Some(seed) => vec![seed],
-        None => (0..cases)
-            .map(|i| i * 104_729 + name.len() as u64)
-            .collect(),
-    };
-    let (mut ran, mut refused) = (0, 0);
-    for seed in seeds {
-        match case(name, &pipeline, seed) {
-            Ok(true) => ran += 1,
-            Ok(false) => refused += 1,
-            Err(e) => panic!("{e}\nreplay with STRATA_SEED={seed} cargo test -p strata-jit --test differential {name}"),
-        }
-    }
-    println!("{name}: {ran} matched, {refused} refused a too-small input (round_up)");
-    assert!(ran >= 4 * refused, "{name}: too few cases ran");
+    let replay = format!("cargo test -p strata-jit --test differential {name}");
+    let seeds = seeds(120, 104_729, name.len() as u64);
+    run_cases(name, &replay, seeds, |seed| case(name, &pipeline, seed));
 }
 
 #[test]
@@ -179,14 +127,9 @@ fn hand_schedules() {
         "brighten",
     ] {
         let pipeline = example(name);
-        let path = format!(
-            "{}/../examples/schedules/{name}.sched",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let schedule = parse_schedule(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let lowered = lower(&pipeline, &schedule).unwrap();
+        let lowered = lower(&pipeline, &example_schedule(name)).unwrap();
         for backend in Backend::built() {
-            hand_schedule_agrees(name, &pipeline, &lowered, backend, random_sizes);
+            hand_schedule_agrees(name, &pipeline, &lowered, backend, vector_sizes);
         }
     }
 }
@@ -206,16 +149,16 @@ fn llvm_hand_schedules() {
         ("softmax_fast", "softmax_fast_llvm"),
     ] {
         let pipeline = example(kernel);
-        let path = format!(
-            "{}/../examples/schedules/{schedule}.sched",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let schedule = parse_schedule(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let lowered = lower(&pipeline, &schedule).unwrap();
+        let lowered = lower(&pipeline, &example_schedule(schedule)).unwrap();
         for backend in Backend::built() {
             hand_schedule_agrees(kernel, &pipeline, &lowered, backend, tile_sizes);
         }
     }
+}
+
+/// Shapes for `hand_schedules`: those of the random-schedule cases.
+fn vector_sizes(name: &str, rng: &mut StdRng) -> Sizes {
+    example_sizes(name, Widths::Vectors, rng)
 }
 
 /// Shapes for `llvm_hand_schedules`: up to a few of its tiles in each dimension.

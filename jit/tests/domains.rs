@@ -14,20 +14,13 @@ use rand::{Rng, SeedableRng};
 use strata_dsl::random::{agree, random_args};
 use strata_dsl::{evaluate, parse_kernel, Pipeline, Sizes};
 use strata_jit::{Backend, CallError, CodegenOptions, CompiledKernel};
-use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::interpret;
 use strata_scheduler::lower::lower;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::schedule::Directive;
 use strata_scheduler::Schedule;
-
-fn example(name: &str) -> Pipeline {
-    let path = format!(
-        "{}/../examples/kernels/{name}.strata",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
-}
+use strata_testkit::example;
+use strata_testkit::generate::random_schedule;
 
 /// A triangular update domain with a predicate over an integer producer, and a pure-variable
 /// bound, so the integer answers must agree exactly.

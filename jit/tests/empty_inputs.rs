@@ -12,10 +12,10 @@ use rand::SeedableRng;
 use strata_dsl::random::{agree, random_args};
 use strata_dsl::{evaluate, parse_kernel, CallError, EvalError, Pipeline, Sizes};
 use strata_jit::CompiledKernel;
-use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::{interpret, InterpError};
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::{LoweredKernel, Schedule};
+use strata_testkit::generate::random_schedule;
 
 const EMPTY_CONSTANT: &str =
     "kernel empty_constant(X: f32[N] with constant(7.0), Y: f32[M]) -> out: f32[M] {

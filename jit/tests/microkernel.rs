@@ -216,7 +216,7 @@ fn random_schedules_with_fixed_shapes_agree_with_the_reference() {
         let pipeline = parse_kernel(&source, "test.strata").unwrap();
         for seed in 0..cases {
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed * 7919 + name.len() as u64);
-            let schedule = strata_scheduler::generate::random_schedule(&pipeline, &mut rng);
+            let schedule = strata_testkit::generate::random_schedule(&pipeline, &mut rng);
             let mut r = |lo: i64, hi: i64| rng.random_range(lo..=hi);
             let fixed: Vec<(&str, i64)> = match name {
                 "matmul" => vec![("M", r(1, 13)), ("N", r(1, 19)), ("K", r(1, 11))],

@@ -9,11 +9,11 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata_dsl::{evaluate, parse_kernel, Args, Buffer, Pipeline};
 use strata_jit::{compile_pipeline, Backend, CodegenOptions};
-use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::interpret;
 use strata_scheduler::lower::lower;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::Schedule;
+use strata_testkit::generate::random_schedule;
 
 /// The kernels: whole-row reductions (inline and as an update) and an elementwise `max`/`min`.
 const KERNELS: [&str; 4] = [

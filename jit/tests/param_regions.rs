@@ -12,10 +12,10 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use strata_dsl::random::random_args;
 use strata_dsl::{evaluate, parse_kernel, Args, CallError, Pipeline, Value};
-use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::interpret;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::Schedule;
+use strata_testkit::generate::random_schedule;
 
 /// `remap` is a table computed over the range the clamp allows; `table` an input read at an
 /// index clamped with `top`.

@@ -12,9 +12,9 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use strata_dsl::random::random_args;
 use strata_dsl::{evaluate, parse_kernel, Pipeline};
-use strata_scheduler::generate::random_schedule;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::Schedule;
+use strata_testkit::generate::random_schedule;
 
 const BOUNDARIES: [&str; 4] = ["clamp_edge", "constant(7)", "mirror", "mirror_interior"];
 

@@ -7,21 +7,14 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::time::{Duration, Instant};
 use strata_dsl::random::{agree, random_args};
-use strata_dsl::{evaluate, parse_kernel, Buffer, Pipeline, Sizes};
+use strata_dsl::{evaluate, Buffer, Pipeline, Sizes};
 use strata_jit::profile::FunctionTime;
 use strata_jit::{compile_pipeline, Backend, CodegenOptions, CompiledKernel};
-use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::interpret;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::Schedule;
-
-fn example(name: &str) -> Pipeline {
-    let path = format!(
-        "{}/../examples/kernels/{name}.strata",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
-}
+use strata_testkit::example;
+use strata_testkit::generate::random_schedule;
 
 fn sizes(pairs: &[(&str, i64)]) -> Sizes {
     pairs.iter().map(|(n, v)| (n.to_string(), *v)).collect()

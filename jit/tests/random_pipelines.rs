@@ -26,15 +26,15 @@ use strata_dsl::random::{agree, random_args};
 use strata_dsl::Sizes;
 use strata_dsl::{evaluate, Args, Buffer, EvalError, Pipeline, Value};
 use strata_jit::{Backend, CallError, CodegenOptions, CompiledKernel};
-use strata_scheduler::generate::random_schedule;
-use strata_scheduler::generate_pipeline::{random_pipeline, GeneratedKernel, FEATURES};
-use strata_scheduler::generate_pyramid::random_deep_pipeline;
 use strata_scheduler::interp::{interpret, InterpError};
 use strata_scheduler::lower::{lower, LowerError};
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::schedule::validate::ScheduleError;
 use strata_scheduler::schedule::Directive;
 use strata_scheduler::Schedule;
+use strata_testkit::generate::random_schedule;
+use strata_testkit::generate_pipeline::{random_pipeline, GeneratedKernel, FEATURES};
+use strata_testkit::generate_pyramid::random_deep_pipeline;
 
 const FLOAT_TOLERANCE: f64 = 1e-4;
 const DEFAULT_CASES: u64 = 800;

@@ -9,11 +9,11 @@ use strata_dsl::random::{agree, random_args};
 use strata_dsl::Sizes;
 use strata_dsl::{evaluate, parse_kernel, CallError, Pipeline};
 use strata_jit::{Backend, CodegenOptions, CompiledKernel};
-use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::interpret;
 use strata_scheduler::lower::lower;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::schedule::Schedule;
+use strata_testkit::generate::random_schedule;
 
 const FLOAT_TOLERANCE: f64 = 1e-4;
 

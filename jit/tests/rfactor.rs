@@ -15,16 +15,9 @@ use strata_jit::{Backend, CodegenOptions, CompiledKernel};
 use strata_scheduler::interp::interpret;
 use strata_scheduler::lower::lower;
 use strata_scheduler::schedule::text::parse_schedule;
+use strata_testkit::example;
 
 const FLOAT_TOLERANCE: f64 = 1e-4;
-
-fn example(name: &str) -> Pipeline {
-    let path = format!(
-        "{}/../examples/kernels/{name}.strata",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
-}
 
 fn options(backend: Backend) -> CodegenOptions {
     CodegenOptions {

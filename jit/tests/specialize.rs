@@ -5,20 +5,13 @@
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
+use strata_dsl::evaluate;
 use strata_dsl::random::{agree, random_args};
-use strata_dsl::{evaluate, parse_kernel, Pipeline};
 use strata_jit::{Backend, CodegenOptions, CompiledKernel};
 use strata_scheduler::interp::interpret;
 use strata_scheduler::lower::{bind_sizes, lower};
 use strata_scheduler::schedule::text::parse_schedule;
-
-fn example(name: &str) -> Pipeline {
-    let path = format!(
-        "{}/../examples/kernels/{name}.strata",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
-}
+use strata_testkit::example;
 
 fn options(backend: Backend) -> CodegenOptions {
     CodegenOptions {

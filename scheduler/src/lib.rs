@@ -6,6 +6,15 @@
 //! (`lower`), with the simplifier (`simplify`), a printer and an interpreter that runs lowered
 //! IR on buffers (the second oracle after the reference evaluator).
 //!
+//! The public surface is what a caller of lowering needs: [`lower::lower`] (and
+//! [`lower::lower_passes`], the IR after each pass), [`lower::bind_sizes`],
+//! [`lower::LowerError`], lowering's size limits ([`lower::limits`], which the tuner checks
+//! candidates against), the IR types ([`ir`], [`LoweredKernel`]), the interpreter
+//! ([`interp::interpret`]) and the warnings about a lowered kernel ([`warnings`]); the IR
+//! prints itself (`Display`, `ir_print.rs`) and describes its call ([`LoweredKernel::call_signature`],
+//! `signature.rs`). The passes and the simplifier are internal to the crate; their own tests are unit tests beside them (`lower/bounds_tests.rs`,
+//! `lower/unswitch_tests.rs`, `simplify/tests.rs`), everything else is tested through `lower`.
+//!
 //! A [`Schedule`] is built with the chaining API (`schedule.func("out").tile(..)`) or parsed
 //! from its text form, one line per function stage; every directive is described in
 //! [`Directive`] and in the guide (`docs/guide.md`). An illegal schedule is an error naming the
@@ -38,16 +47,12 @@
 
 #![warn(missing_docs)]
 
-pub mod generate;
-pub mod generate_apps;
-pub mod generate_pipeline;
-pub mod generate_pyramid;
 pub mod interp;
 pub mod ir;
-pub mod ir_print;
+mod ir_print;
 pub mod lower;
-pub mod signature;
-pub mod simplify;
+mod signature;
+pub(crate) mod simplify;
 pub mod warnings;
 
 /// The schedule language (the crate strata-schedule): schedules, their text form, validation

@@ -6,22 +6,15 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use strata_dsl::evaluate;
 use strata_dsl::random::{agree, random_args};
-use strata_dsl::{evaluate, parse_kernel, Pipeline};
-use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::interpret;
 use strata_scheduler::lower::lower;
 use strata_scheduler::schedule::canonical::canonicalize;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::{Expr, LoweredKernel, Schedule, Stmt};
-
-fn example(name: &str) -> Pipeline {
-    let path = format!(
-        "{}/../examples/kernels/{name}.strata",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
-}
+use strata_testkit::example;
+use strata_testkit::generate::random_schedule;
 
 /// The canonical form of `schedule` for `kernel`, printed.
 fn canonical(kernel: &str, schedule: &str) -> String {

@@ -13,6 +13,7 @@ use strata_scheduler::schedule::lift_reductions::lift_reductions;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::schedule::validate::validate;
 use strata_scheduler::ForKind;
+use strata_testkit::example;
 
 /// `g` reads three rows of `f`: computed at `g.x`, `f` has 3 rows and 1 column.
 const STENCIL: &str = "kernel st(I: f32[H, W]) -> g: f32[H - 2, W] {
@@ -22,14 +23,6 @@ const STENCIL: &str = "kernel st(I: f32[H, W]) -> g: f32[H - 2, W] {
 
 fn pipeline(source: &str) -> Pipeline {
     parse_kernel(source, "test.strata").unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn example(name: &str) -> Pipeline {
-    let path = format!(
-        "{}/../examples/kernels/{name}.strata",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
 }
 
 /// The loop IR of `source` under `schedule`, printed.

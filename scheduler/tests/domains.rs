@@ -10,13 +10,13 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata_dsl::random::{agree, random_args};
 use strata_dsl::{evaluate, parse_kernel, CallError, Pipeline, Sizes};
-use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::{interpret, InterpError};
 use strata_scheduler::lower::lower;
 use strata_scheduler::schedule::lift_reductions::lift_reductions;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::schedule::validate::validate;
 use strata_scheduler::schedule::{Directive, Schedule};
+use strata_testkit::generate::random_schedule;
 
 /// PolyBench's trmm: `B := alpha * A^T B` with `A` unit lower triangular, as a sum over the
 /// rows below `i`.

@@ -9,13 +9,14 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata_dsl::random::{agree, random_args};
 use strata_dsl::{evaluate, parse_kernel, Pipeline, Sizes};
-use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::interpret;
 use strata_scheduler::lower::{bind_sizes, lower};
 use strata_scheduler::schedule::lift_reductions::lift_reductions;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::schedule::validate::validate;
 use strata_scheduler::{Directive, LoweredKernel, Schedule};
+use strata_testkit::example;
+use strata_testkit::generate::random_schedule;
 
 /// Three stencils in a chain, the middle one with an update reading its producer at three
 /// rows: folds of every stage, of a function with an update, and of a producer's producer.
@@ -26,14 +27,6 @@ const CHAIN: &str = "kernel chain(input: i32[H, W] with clamp_edge) -> out: i32[
     for (r in 0..3) c(y, x) += b(y + r - 1, x);
     out(y, x) = c(y - 2, x) + c(y, x) + c(y + 1, x);
 }";
-
-fn example(name: &str) -> Pipeline {
-    let path = format!(
-        "{}/../examples/kernels/{name}.strata",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
-}
 
 fn kernel(name: &str) -> Pipeline {
     match name {

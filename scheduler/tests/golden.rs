@@ -2,10 +2,10 @@
 //! schedule and under its hand-written schedule (`examples/schedules/`), at a fixed shape.
 //! An intended change to lowering shows up as a diff here; refresh with `INSTA_UPDATE=always`.
 
-use strata_dsl::{parse_kernel, Pipeline};
 use strata_scheduler::lower::{bind_sizes, lower};
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::Schedule;
+use strata_testkit::example;
 
 const EXAMPLES: [(&str, &[(&str, i64)]); 7] = [
     ("matmul", &[("M", 64), ("N", 64), ("K", 64)]),
@@ -19,14 +19,6 @@ const EXAMPLES: [(&str, &[(&str, i64)]); 7] = [
     ("gaussian5", &[("H", 64), ("W", 128)]),
     ("brighten", &[("H", 16), ("W", 64)]),
 ];
-
-fn example(name: &str) -> Pipeline {
-    let path = format!(
-        "{}/../examples/kernels/{name}.strata",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
-}
 
 fn hand_schedule(name: &str) -> Schedule {
     let path = format!(

@@ -9,6 +9,7 @@ use strata_scheduler::schedule::lift_reductions::lift_reductions;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::schedule::validate::{validate, MAX_UNROLLED_COPIES};
 use strata_scheduler::Schedule;
+use strata_testkit::example;
 
 /// `h0(i) = A(i); h{k}(i) = h{k-1}(i) + 1.0; out(i) = h{n-1}(i)`: with the default schedule
 /// every `h` is inlined into one expression `n + 1` deep.
@@ -96,14 +97,6 @@ fn computing_more_functions_than_the_limit_is_refused() {
             n + 1
         )
     );
-}
-
-fn example(name: &str) -> strata_dsl::Pipeline {
-    let path = format!(
-        "{}/../examples/kernels/{name}.strata",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
 }
 
 fn validated(kernel: &str, schedule: &str) -> Result<(), String> {

@@ -8,10 +8,10 @@
 use std::time::{Duration, Instant};
 use strata_dsl::random::{agree, random_args};
 use strata_dsl::{evaluate, parse_kernel, Pipeline, Sizes};
-use strata_scheduler::generate_apps::{all_at_root, interpolate, local_laplacian};
 use strata_scheduler::interp::interpret;
 use strata_scheduler::lower::lower;
 use strata_scheduler::Schedule;
+use strata_testkit::generate_apps::{all_at_root, interpolate, local_laplacian};
 
 fn parse(source: &str) -> Pipeline {
     parse_kernel(source, "pyramid").unwrap_or_else(|e| panic!("{e}\n{source}"))

@@ -8,11 +8,11 @@ use rand::SeedableRng;
 use strata_dsl::random::{agree, random_args};
 use strata_dsl::Sizes;
 use strata_dsl::{evaluate, parse_kernel, CallError, Pipeline};
-use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::{interpret, InterpError};
 use strata_scheduler::lower::lower;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::schedule::Schedule;
+use strata_testkit::generate::random_schedule;
 
 /// A first-order IIR filter down the columns (Halide's IIR blur): row `r` of `out` reads row
 /// `r - 1` at the same column, so the column loop `x` is free and the row loop `r` is not.

@@ -12,7 +12,6 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use strata_dsl::random::{agree, random_args};
 use strata_dsl::{evaluate, parse_kernel, Pipeline};
-use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::interpret;
 use strata_scheduler::lower::lower;
 use strata_scheduler::schedule::lift_reductions::lift_reductions;
@@ -20,6 +19,7 @@ use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::schedule::validate::validate;
 use strata_scheduler::schedule::StageRef;
 use strata_scheduler::{Directive, Schedule};
+use strata_testkit::generate::random_schedule;
 
 const FLOAT_TOLERANCE: f64 = 1e-4;
 

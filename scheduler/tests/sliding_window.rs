@@ -10,15 +10,15 @@ use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use strata_dsl::random::{agree, random_args};
 use strata_dsl::{evaluate, parse_kernel, Pipeline, Sizes};
-use strata_scheduler::generate::random_schedule;
-use strata_scheduler::generate_pipeline::random_pipeline;
-use strata_scheduler::generate_pyramid::random_deep_pipeline;
 use strata_scheduler::interp::interpret_counting;
 use strata_scheduler::lower::{lower, LowerError};
 use strata_scheduler::schedule::lift_reductions::lift_reductions;
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::schedule::validate::{validate, Placement, ScheduleError};
 use strata_scheduler::{Directive, LoopLevel, LoweredKernel, Schedule, StageRef};
+use strata_testkit::generate::random_schedule;
+use strata_testkit::generate_pipeline::random_pipeline;
+use strata_testkit::generate_pyramid::random_deep_pipeline;
 
 /// Two stencils in a chain, no updates: both can slide.
 const CHAIN: &str = "kernel chain(input: i32[H, W] with clamp_edge) -> out: i32[H, W] {

@@ -5,9 +5,8 @@
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
+use strata_dsl::evaluate;
 use strata_dsl::random::{agree, random_args};
-use strata_dsl::{evaluate, parse_kernel, Pipeline};
-use strata_scheduler::generate::random_schedule;
 use strata_scheduler::interp::interpret;
 use strata_scheduler::lower::{bind_sizes, lower};
 use strata_scheduler::schedule::lift_reductions::lift_reductions;
@@ -15,14 +14,8 @@ use strata_scheduler::schedule::specialize::{versions, Versions};
 use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::schedule::validate::validate;
 use strata_scheduler::schedule::{Directive, Schedule, StageRef};
-
-fn example(name: &str) -> Pipeline {
-    let path = format!(
-        "{}/../examples/kernels/{name}.strata",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
-}
+use strata_testkit::example;
+use strata_testkit::generate::random_schedule;
 
 fn parse(text: &str) -> Schedule {
     parse_schedule(text).unwrap_or_else(|e| panic!("{text}: {e}"))

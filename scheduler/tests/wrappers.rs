@@ -8,8 +8,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use strata_dsl::ir::{CallTarget, Expr};
 use strata_dsl::random::{agree, random_args};
-use strata_dsl::{evaluate, parse_kernel, Args, Pipeline};
-use strata_scheduler::generate::random_schedule;
+use strata_dsl::{evaluate, Args, Pipeline};
 use strata_scheduler::interp::interpret;
 use strata_scheduler::lower::lower;
 use strata_scheduler::schedule::lift_reductions::lift_reductions;
@@ -17,6 +16,8 @@ use strata_scheduler::schedule::text::parse_schedule;
 use strata_scheduler::schedule::validate::{validate, Placement};
 use strata_scheduler::schedule::wrap::apply_wrappers;
 use strata_scheduler::{Directive, Schedule};
+use strata_testkit::example;
+use strata_testkit::generate::random_schedule;
 
 const EXAMPLES: [&str; 7] = [
     "matmul",
@@ -27,14 +28,6 @@ const EXAMPLES: [&str; 7] = [
     "gaussian5",
     "brighten",
 ];
-
-fn example(name: &str) -> Pipeline {
-    let path = format!(
-        "{}/../examples/kernels/{name}.strata",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
-}
 
 fn hand_schedule(name: &str) -> String {
     let path = format!(

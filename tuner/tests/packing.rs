@@ -3,20 +3,13 @@
 //! seeds include a packed register tile, its schedule validates, and it computes what the
 //! unpacked one computes.
 
+use strata_dsl::evaluate;
 use strata_dsl::random::{agree, random_args};
-use strata_dsl::{evaluate, parse_kernel, Pipeline};
 use strata_scheduler::interp::interpret;
 use strata_scheduler::lower::lower;
 use strata_scheduler::{Directive, Schedule};
+use strata_testkit::example;
 use strata_tuner::space::{Genome, Pack, Space};
-
-fn example(name: &str) -> Pipeline {
-    let path = format!(
-        "{}/../examples/kernels/{name}.strata",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
-}
 
 /// The seeds that pack, with their schedules.
 fn packed_seeds(space: &Space) -> Vec<(Genome, Schedule)> {

@@ -5,19 +5,12 @@
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
+use strata_dsl::evaluate;
 use strata_dsl::random::{agree, random_args};
-use strata_dsl::{evaluate, parse_kernel, Pipeline};
 use strata_scheduler::interp::interpret;
 use strata_scheduler::lower::lower;
+use strata_testkit::example;
 use strata_tuner::space::{Genome, Space, RFACTOR_CHUNKS};
-
-fn example(name: &str) -> Pipeline {
-    let path = format!(
-        "{}/../examples/kernels/{name}.strata",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    parse_kernel(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
-}
 
 #[test]
 fn only_full_reductions_have_the_gene() {

@@ -292,7 +292,7 @@ fn pyramid_levels_inlined_into_one_another_are_left_out() {
     use strata_scheduler::schedule::validate::validate;
     use strata_tuner::space::{Place, MAX_INLINED_NODES};
     let pipeline = strata_dsl::parse_kernel(
-        &strata_scheduler::generate_apps::interpolate(10),
+        &strata_testkit::generate_apps::interpolate(10),
         "interpolate",
     )
     .unwrap();

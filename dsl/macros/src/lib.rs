@@ -6,6 +6,8 @@
 //! code that rebuilds the checked Pipeline from its canonical printed form, so both doors give
 //! the same Pipeline and the same hash.
 
+#![warn(missing_docs)]
+
 use proc_macro2::{Delimiter, Spacing, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned};
 

@@ -87,21 +87,6 @@ impl Scope {
         self.vars.pop();
     }
 
-    /// The number of variables bound.
-    pub fn len(&self) -> usize {
-        self.vars.len()
-    }
-
-    /// Whether no variable is bound.
-    pub fn is_empty(&self) -> bool {
-        self.vars.is_empty()
-    }
-
-    /// Unbinds the innermost variables until `len` remain.
-    pub fn truncate(&mut self, len: usize) {
-        self.vars.truncate(len);
-    }
-
     /// The interval of `name` (its innermost binding), if it is bound.
     pub fn get(&self, name: &str) -> Option<&Interval> {
         self.vars
@@ -109,24 +94,6 @@ impl Scope {
             .rev()
             .find(|(n, _)| n == name)
             .map(|(_, i)| i)
-    }
-
-    /// Narrows the interval of `name` (if in scope) to at most `max`.
-    pub fn refine_max(&mut self, name: &str, max: Expr) {
-        let current = self.get(name).cloned();
-        if let Some(current) = current {
-            let max = match current.max {
-                Some(m) => fold_min(m, max),
-                None => max,
-            };
-            self.push(
-                name,
-                Interval {
-                    min: current.min,
-                    max: Some(max),
-                },
-            );
-        }
     }
 }
 

@@ -4,25 +4,30 @@
 //! marked `(unchanged)`). The verifier checks the IR after every pass from storage flattening
 //! on in debug builds and with `STRATA_VERIFY_PASSES=1`, at the end of lowering always.
 
-pub mod access_sites;
-pub mod bounds;
-pub mod constant_extents;
-pub mod empty_inputs;
-pub mod flatten;
-pub mod fold_storage;
-pub mod inline;
-pub mod interchange_lanes;
+pub(crate) mod access_sites;
+pub(crate) mod bounds;
+pub(crate) mod constant_extents;
+pub(crate) mod empty_inputs;
+pub(crate) mod flatten;
+pub(crate) mod fold_storage;
+pub(crate) mod inline;
+pub(crate) mod interchange_lanes;
 pub mod limits;
-pub mod loop_nest;
-pub mod partition_loops;
-pub mod realize;
-pub mod sliding_window;
-pub mod specialize;
-pub mod unroll;
-pub mod unswitch;
-pub mod vector_accumulators;
-pub mod vectorize;
-pub mod verify;
+pub(crate) mod loop_nest;
+pub(crate) mod partition_loops;
+pub(crate) mod realize;
+pub(crate) mod sliding_window;
+pub(crate) mod specialize;
+pub(crate) mod unroll;
+pub(crate) mod unswitch;
+pub(crate) mod vector_accumulators;
+pub(crate) mod vectorize;
+pub(crate) mod verify;
+
+#[cfg(test)]
+mod bounds_tests;
+#[cfg(test)]
+mod unswitch_tests;
 
 use crate::ir::{BufferArg, Expr, LoweredKernel, Range, Stmt};
 use crate::schedule::validate::{Plan, ScheduleError};

@@ -16,12 +16,7 @@ use strata_dsl::BinOp;
 
 use crate::ir::{SerialReason, SerialVector};
 
-/// Vectorizes every vectorized loop of `s`.
-pub fn vectorize(s: &Stmt) -> Stmt {
-    vectorize_noting(s, &mut Vec::new())
-}
-
-/// [`vectorize`], noting in `serial` each vectorized loop that stays serial.
+/// Vectorizes every vectorized loop of `s`, noting in `serial` each one that stays serial.
 pub fn vectorize_noting(s: &Stmt, serial: &mut Vec<SerialVector>) -> Stmt {
     match s {
         Stmt::For {

@@ -2,7 +2,7 @@
 //! Halide's `CSE.cpp`), and removal of dead or trivial lets.
 
 use super::rules::{shallow, ty_of};
-use super::subst::{is_trivial, names_in_expr, names_in_stmt, stmt_uses_var};
+use super::subst::{is_trivial, names_in_stmt, stmt_uses_var};
 use super::subst::{subst_expr, subst_stmt};
 use crate::ir::{Expr, Stmt, Type};
 use std::cell::RefCell;
@@ -18,9 +18,10 @@ use strata_dsl::{BinOp, Value};
 /// nothing escapes the scope of a variable and no load is evaluated where the program would
 /// not evaluate it. Broadcasts of trivial values are cheap to rebuild, so not named; ramps are
 /// never named (a load at a named ramp would be a gather), their bases are.
+#[cfg(test)]
 pub fn cse(e: &Expr) -> Expr {
     let mut taken = HashSet::new();
-    names_in_expr(e, &mut taken);
+    super::subst::names_in_expr(e, &mut taken);
     cse_in(e, &mut Fresh { taken, next: 0 })
 }
 

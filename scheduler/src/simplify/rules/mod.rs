@@ -61,6 +61,7 @@ fn tables(e: &Expr) -> &'static [&'static [Rule]] {
 }
 
 /// Every rule, table by table.
+#[cfg(test)]
 pub(crate) fn all() -> impl Iterator<Item = &'static Rule> {
     let tables: [&'static [Rule]; 9] = [
         add::RULES,

@@ -3,17 +3,17 @@
 //! value bit-exact (evaluated by the loop-IR interpreter), and statement-level tests of
 //! bounds-aware index simplification, loop cleanup and hoisting.
 
+use crate::interp::{eval_expr, interpret, VValue};
+use crate::ir::{BufferArg, UnOp};
+use crate::simplify::{
+    cse, rule_names, simplify, simplify_expr, simplify_expr_traced, simplify_expr_with_bounds,
+    Interval, Scope,
+};
+use crate::{Expr, ForKind, LoweredKernel, Stmt, Type};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use std::collections::{BTreeSet, HashMap};
 use strata_dsl::{Args, BinOp, Buffer, Dtype, Intrinsic, Value};
-use strata_scheduler::interp::{eval_expr, interpret, VValue};
-use strata_scheduler::ir::{BufferArg, UnOp};
-use strata_scheduler::simplify::{
-    cse, rule_names, simplify, simplify_expr, simplify_expr_traced, simplify_expr_with_bounds,
-    Interval, Scope,
-};
-use strata_scheduler::{Expr, ForKind, LoweredKernel, Stmt, Type};
 
 // ----- small constructors -----
 
@@ -987,7 +987,7 @@ fn hoisting_does_not_capture_or_read_in_a_loop_that_may_not_run() {
             slet("n", add(var("p"), int(2)), store("out", var("i"), var("n"))),
         ),
     );
-    let s = strata_scheduler::simplify::hoist_loop_invariants(&shadow);
+    let s = crate::simplify::hoist_loop_invariants(&shadow);
     assert_eq!(s, shadow);
     // A load above a loop of unknown extent could read where the loop never would.
     let maybe_empty = for_(
@@ -996,7 +996,7 @@ fn hoisting_does_not_capture_or_read_in_a_loop_that_may_not_run() {
         var("m"),
         slet("v", load("A", int(63)), store("out", var("i"), var("v"))),
     );
-    let s = strata_scheduler::simplify::hoist_loop_invariants(&maybe_empty);
+    let s = crate::simplify::hoist_loop_invariants(&maybe_empty);
     assert_eq!(s, maybe_empty);
 }
 

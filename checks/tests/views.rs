@@ -5,20 +5,11 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::dsl::random::random_args;
-use strata::scheduler::generate::random_schedule;
 use strata::{
     Args, Buffer, BufferView, BufferViewMut, CallError, CompiledKernel, Pipeline, Sizes, ViewArgs,
 };
-
-fn example(name: &str) -> Pipeline {
-    let path = format!(
-        "{}/examples/kernels/{name}.strata",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    strata::parse_kernel_file(std::path::Path::new(&path))
-        .unwrap()
-        .remove(0)
-}
+use strata_testkit::example;
+use strata_testkit::generate::random_schedule;
 
 /// Every owned buffer of `args` as views of copies the test owns (so the views' memory is
 /// not the `Buffer`s').

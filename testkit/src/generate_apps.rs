@@ -4,10 +4,10 @@
 //! level adding about the same (`scheduler/tests/pyramids.rs`); the `lowering` bench times
 //! them against depth (`benches/lowering.rs`).
 
-use crate::schedule::text::parse_schedule;
-use crate::Schedule;
 use strata_dsl::Diagnostic;
 use strata_dsl::Pipeline;
+use strata_scheduler::schedule::text::parse_schedule;
+use strata_scheduler::Schedule;
 
 /// Every function of `p` but the output computed at root (each pyramid level at root).
 pub fn all_at_root(p: &Pipeline) -> Result<Schedule, Diagnostic> {

@@ -22,9 +22,6 @@
 //! (`fast_exp`, `fast_log`, `fast_pow`) are bit-exact everywhere, but their arguments may carry
 //! those differences, so they get the same treatment as `exp`.
 
-use crate::interp::{eval_expr, VValue};
-use crate::lower::lower;
-use crate::{LoweredKernel, Schedule};
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeSet;
@@ -33,6 +30,9 @@ use std::fmt::Write as _;
 use strata_dsl::random::random_args;
 use strata_dsl::Sizes;
 use strata_dsl::{evaluate, parse_kernel, Dtype, EvalError, Pipeline, Value};
+use strata_scheduler::interp::{eval_expr, VValue};
+use strata_scheduler::lower::lower;
+use strata_scheduler::{LoweredKernel, Schedule};
 
 /// The most functions (the output included) a generated pipeline defines.
 const MAX_STAGES: usize = 4;

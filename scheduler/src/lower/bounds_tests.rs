@@ -3,23 +3,18 @@
 //! and lies inside the box without the guard (a guard only narrows, even when its loop runs zero
 //! times).
 
+use crate::interp::eval_expr;
+use crate::lower::bounds::{access_bounds, fold_max, fold_min};
+use crate::{Expr, ForKind, Stmt};
 use proptest::prelude::*;
 use std::collections::HashMap;
 use strata_dsl::Value;
-use strata_scheduler::interp::eval_expr;
-use strata_scheduler::lower::bounds::{access_bounds, fold_max, fold_min};
-use strata_scheduler::{Expr, ForKind, Stmt};
 
 /// The value of an integer expression with `vars` bound.
 fn value(e: &Expr, vars: &[(&str, i32)]) -> i64 {
     let vars: HashMap<String, _> = vars
         .iter()
-        .map(|(n, v)| {
-            (
-                n.to_string(),
-                strata_scheduler::interp::VValue::scalar(Value::I32(*v)),
-            )
-        })
+        .map(|(n, v)| (n.to_string(), crate::interp::VValue::scalar(Value::I32(*v))))
         .collect();
     let v = eval_expr(e, &vars).unwrap_or_else(|err| panic!("{e}: {err}"));
     v.as_scalar()

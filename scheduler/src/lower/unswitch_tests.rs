@@ -1,9 +1,9 @@
 //! Loop unswitching moves an `if` that does not change across a loop outside it, merging the
 //! per-copy `if`s unrolling leaves, and leaves alone conditions that vary or read memory.
 
+use crate::ir::{Expr, ForKind, Stmt, Type};
+use crate::lower::unswitch::unswitch;
 use strata_dsl::Value;
-use strata_scheduler::ir::{Expr, ForKind, Stmt, Type};
-use strata_scheduler::lower::unswitch::unswitch;
 
 fn store(buffer: &str, index: Expr) -> Stmt {
     Stmt::Store {

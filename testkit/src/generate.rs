@@ -13,13 +13,13 @@
 //! multiple of a small factor, which the tests' random shapes meet about as often as not),
 //! each with loop directives of its own.
 
-use crate::lower::lower;
-use crate::schedule::lift_reductions::{lift_reductions, Lifted};
-use crate::schedule::validate::{effective_consumers, validate, Placement, Plan};
-use crate::schedule::{Directive, LoopLevel, Schedule, StageRef, TailStrategy};
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::Rng;
 use strata_dsl::ir::{Expr, Func, Pipeline};
+use strata_scheduler::lower::lower;
+use strata_scheduler::schedule::lift_reductions::{lift_reductions, Lifted};
+use strata_scheduler::schedule::validate::{effective_consumers, validate, Placement, Plan};
+use strata_scheduler::schedule::{Directive, LoopLevel, Schedule, StageRef, TailStrategy};
 
 /// How many directives the generator tries per stage, at most.
 const MAX_DIRECTIVES_PER_STAGE: usize = 4;
@@ -276,7 +276,8 @@ impl Generator {
         let mut stages = Vec::new();
         for (name, fp) in &plan.funcs {
             if fp.compute != Placement::Inline {
-                let refs = (0..fp.stages.len()).map(crate::schedule::validate::stage_ref);
+                let refs =
+                    (0..fp.stages.len()).map(strata_scheduler::schedule::validate::stage_ref);
                 stages.extend(refs.map(|s| (name.clone(), s)));
             }
         }
@@ -324,7 +325,7 @@ impl Generator {
         }
         let cond = self.random_condition(rng);
         let directives = std::iter::once(Directive::Specialize(cond)).chain(own);
-        self.schedule.lines.push(crate::schedule::Line {
+        self.schedule.lines.push(strata_scheduler::schedule::Line {
             func: func.to_string(),
             stage,
             directives: directives.collect(),
