@@ -101,8 +101,9 @@ impl InputData {
 /// One candidate to measure.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Request {
-    /// The schedule, in its text form.
-    pub schedule: String,
+    /// The schedule (serialized as data: the worker compiles exactly the schedule the tuner
+    /// made, with no text to parse again).
+    pub schedule: strata_schedule::Schedule,
     /// Stop timing early when the first run is this many seconds or slower (a candidate far
     /// slower than the best so far).
     pub cutoff_s: Option<f64>,
@@ -322,7 +323,7 @@ impl WorkerState {
 
     /// Compiles, checks and times one candidate; `compiled` is called once it has compiled.
     fn measure(&self, request: &Request, faults: &str, compiled: &mut dyn FnMut()) -> Outcome {
-        let fault = fault_for(faults, &request.schedule);
+        let fault = fault_for(faults, &request.schedule.to_string());
         if fault == Some("crash") {
             std::process::abort();
         }
@@ -331,12 +332,8 @@ impl WorkerState {
                 std::thread::sleep(Duration::from_secs(1));
             }
         }
-        let schedule = match strata_schedule::text::parse_schedule(&request.schedule) {
-            Ok(s) => s,
-            Err(e) => return Outcome::CompileError(e.message),
-        };
         let start = Instant::now();
-        let kernel = match compile(&self.pipeline, &schedule, &self.sizes, self.backend) {
+        let kernel = match compile(&self.pipeline, &request.schedule, &self.sizes, self.backend) {
             Ok(k) => k,
             Err(e) => return Outcome::CompileError(e),
         };

@@ -228,7 +228,7 @@ impl Session<'_> {
     /// candidate's doing: a resumed run measures it again).
     fn measure(&mut self, c: &Candidate, kind: Kind) -> Result<Option<f64>, TuneError> {
         let request = Request {
-            schedule: c.schedule.to_string(),
+            schedule: c.schedule.clone(),
             cutoff_s: self.best_seconds.map(|b| b * 20.0),
             confirm: kind.confirms(),
         };
@@ -302,19 +302,20 @@ impl Session<'_> {
                 .entry(status_kind(&status).to_string())
                 .or_default() += 1;
         }
-        let seconds = timing.filter(|_| status.is_ok()).map(|t| t.0);
+        let schedule = request.schedule.to_string();
+        let seconds = timing.filter(|_| status.is_ok()).map(|t| t.median_s);
         if let Some(t) = seconds {
-            self.remember(c, kind, &request.schedule, trial, t, measured.wall);
+            self.remember(c, kind, &schedule, trial, t, measured.wall);
         }
         let m = Measurement {
             trial,
-            schedule: request.schedule,
+            schedule,
             schedule_hash: c.hash.clone(),
             status,
-            median_s: timing.map(|t| t.0),
-            min_s: timing.map(|t| t.1),
-            max_s: timing.map(|t| t.2),
-            runs: timing.map_or(0, |t| t.3),
+            median_s: timing.map(|t| t.median_s),
+            min_s: timing.map(|t| t.min_s),
+            max_s: timing.map(|t| t.max_s),
+            runs: timing.map_or(0, |t| t.runs),
             settings: self.settings(c, request.cutoff_s),
             is_default: kind == Kind::Default || (kind.confirms() && trial == 0),
             remeasured: kind.confirms(),
@@ -443,16 +444,33 @@ impl Kind {
     }
 }
 
-/// The status to record and, when it ran, (median, min, max, runs).
-fn status_of(outcome: &Outcome) -> (Status, Option<(f64, f64, f64, u32)>) {
+/// The timing statistics a measurement records.
+#[derive(Clone, Copy, Debug)]
+struct RecordedTiming {
+    median_s: f64,
+    min_s: f64,
+    max_s: f64,
+    runs: u32,
+}
+
+/// The status to record and, when it ran, its timing.
+fn status_of(outcome: &Outcome) -> (Status, Option<RecordedTiming>) {
     match outcome {
-        Outcome::Timed {
+        &Outcome::Timed {
             median_s,
             min_s,
             max_s,
             runs,
             ..
-        } => (Status::Ok, Some((*median_s, *min_s, *max_s, *runs))),
+        } => {
+            let timing = RecordedTiming {
+                median_s,
+                min_s,
+                max_s,
+                runs,
+            };
+            (Status::Ok, Some(timing))
+        }
         Outcome::CompileError(e) => (Status::CompileError(e.clone()), None),
         Outcome::Refused(e) => (Status::Refused(e.clone()), None),
         Outcome::WrongAnswer(e) => (Status::WrongAnswer(e.clone()), None),
