@@ -11,7 +11,7 @@
 use crate::run::RunSettings;
 use std::time::{Duration, Instant};
 use strata::jit::profile::FunctionTime;
-use strata::{Args, Buffer, Pipeline, Schedule, Sizes};
+use strata::{Args, Buffer, LoweredKernel};
 
 /// One function's line of the profile, per run.
 pub struct Row {
@@ -34,13 +34,11 @@ pub struct Profile {
     pub same_answer: bool,
 }
 
-/// Compiles the kernel with profiling, runs it for at least `settings.min_time` (and 5 runs),
+/// Compiles `lowered` with profiling, runs it for at least `settings.min_time` (and 5 runs),
 /// and sums each function's times; `expected` is the unprofiled output, which the profiled
 /// one must equal.
 pub fn profile(
-    pipeline: &Pipeline,
-    schedule: &Schedule,
-    sizes: &Sizes,
+    lowered: &LoweredKernel,
     args: &Args,
     expected: &Buffer,
     settings: &RunSettings,
@@ -50,8 +48,8 @@ pub fn profile(
         profile: true,
         ..Default::default()
     };
-    let kernel = strata::compile_with(pipeline, schedule, sizes, &options)
-        .map_err(|e| format!("error: {e}"))?;
+    let kernel =
+        strata::CompiledKernel::new(lowered, &options).map_err(|e| format!("error: {e}"))?;
     let mut output = expected.clone();
     let mut totals: Vec<FunctionTime> = Vec::new();
     let (mut runs, mut wall) = (0usize, Duration::ZERO);

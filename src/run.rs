@@ -9,7 +9,9 @@ use std::time::Duration;
 use strata::dsl::random::{agree_within, random_args, Tolerance};
 use strata::dsl::InputKind;
 use strata::io::{Declared, FileInput};
-use strata::{Args, Buffer, CompiledKernel, Dtype, Pipeline, Schedule, Sizes, Value};
+use strata::{
+    Args, Buffer, CompiledKernel, Dtype, LoweredKernel, Pipeline, Schedule, Sizes, Value,
+};
 
 /// The float tolerance answers are checked with (reassociation and fused multiply-adds).
 pub const FLOAT_TOLERANCE: f64 = 1e-4;
@@ -273,17 +275,20 @@ pub fn write_outputs(
     Ok(())
 }
 
-/// Compiles the kernel, runs it on `args` once (checked against the reference unless the
-/// settings say not), then times repeated runs. Returns the measurement and the first run's
-/// output.
+/// Compiles `lowered` (`pipeline` under the schedule, for the sizes fixed), runs it on `args`
+/// once (checked against the reference unless the settings say not), then times repeated runs.
+/// Returns the measurement and the first run's output.
 pub fn measure(
     pipeline: &Pipeline,
-    schedule: &Schedule,
-    sizes: &Sizes,
+    lowered: &LoweredKernel,
     args: &Args,
     settings: &RunSettings,
 ) -> Result<(Measurement, Buffer), String> {
-    let kernel = compile(pipeline, schedule, sizes, settings.backend)?;
+    let options = strata::CodegenOptions {
+        backend: settings.backend,
+        ..Default::default()
+    };
+    let kernel = CompiledKernel::new(lowered, &options).map_err(|e| format!("error: {e}"))?;
     let first = kernel
         .run(args, settings.threads)
         .map_err(|e| format!("error: {e}"))?;

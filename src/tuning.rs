@@ -16,7 +16,7 @@ use strata::tuning_db::{
     printable, short_hash, Db, DbError, Measurement, ReportEntry, Run, TuningKey, TRIAL_DEFINITION,
     WINNER_RULE,
 };
-use strata::{Pipeline, Sizes, Value};
+use strata::{Pipeline, Schedule, Sizes, Value};
 
 /// Settings of `strata tune` beyond the kernel and shape.
 pub struct TuneSettings {
@@ -474,15 +474,15 @@ fn known_backend(name: &str) -> Result<(), String> {
 }
 
 /// The database's best winning schedule for a kernel at a shape on this machine with
-/// `backend` (one that fits the kernel: others are skipped with a warning), as text; the
-/// default schedule, with a warning, when no stored winner fits.
+/// `backend` (one that fits the kernel: others are skipped with a warning); the default
+/// schedule, with a warning, when no stored winner fits.
 pub fn best_schedule(
     db_path: &Path,
     kernel: &Pipeline,
     sizes: &Sizes,
     scalars: &BTreeMap<String, Value>,
     (threads, backend): (usize, strata::Backend),
-) -> Result<String, String> {
+) -> Result<Schedule, String> {
     let db = Db::open_read_only(db_path).map_err(|e| format!("error: {e}"))?;
     let key = strata::tuner::tune::tuning_key(kernel, sizes, scalars, threads, backend);
     let usable = strata::tuner::tune::usable_winner(&db, kernel, &key)
@@ -491,13 +491,13 @@ pub fn best_schedule(
         eprintln!("warning: {why}");
     }
     match usable.found {
-        Some((schedule, _)) => Ok(schedule.to_string()),
+        Some((schedule, _)) => Ok(schedule),
         None => {
             eprintln!(
                 "warning: no stored winner for `{}` fits it: using the default schedule",
                 kernel.name
             );
-            Ok(String::new())
+            Ok(Schedule::new())
         }
     }
 }

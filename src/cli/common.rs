@@ -196,8 +196,7 @@ pub(crate) fn resolve_schedule(
     match arg {
         Some("best") => {
             let target = (settings.threads, settings.backend);
-            let text = crate::tuning::best_schedule(db, kernel, sizes, &args.scalars, target)?;
-            parse_schedule(&text).map_err(|d| d.to_string())
+            crate::tuning::best_schedule(db, kernel, sizes, &args.scalars, target)
         }
         other => read_schedule(other),
     }

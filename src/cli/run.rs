@@ -138,19 +138,18 @@ fn execute(
     settings: &run::RunSettings,
     db: &Path,
 ) -> Result<Ran, String> {
-    if let Ok(lowered) = strata::jit::lower_for(chosen, &schedule, &sizes) {
-        warn_if_wasteful(&lowered);
-    }
-    let (mut m, output) = run::measure(chosen, &schedule, &sizes, inputs, settings)?;
+    // Lowered once: the warnings, the timed kernel and the profiled one all start from it.
+    let lowered =
+        strata::jit::lower_for(chosen, &schedule, &sizes).map_err(|e| format!("error: {e}"))?;
+    warn_if_wasteful(&lowered);
+    let (mut m, output) = run::measure(chosen, &lowered, inputs, settings)?;
     if m.float_ops.is_none() {
         // Unchecked: the reference did not count the operations; an earlier run did.
         m.float_ops = tuning::recorded_float_ops(db, chosen, &sizes, inputs);
     }
     run::write_outputs(chosen, &output, &outputs)?;
     let profile = match settings.profile {
-        true => Some(profile::profile(
-            chosen, &schedule, &sizes, inputs, &output, settings,
-        )?),
+        true => Some(profile::profile(&lowered, inputs, &output, settings)?),
         false => None,
     };
     Ok(Ran {
