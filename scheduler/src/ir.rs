@@ -410,6 +410,30 @@ impl Expr {
         }
     }
 
+    /// This expression with the free occurrences of `name` replaced by `value` (a `let` that
+    /// binds `name` shadows it in its body). Not capture-avoiding: for a `value` whose free
+    /// variables no `let` inside binds (constants, loop variables, sizes); the simplifier's
+    /// `subst_expr` is the capture-avoiding one.
+    pub fn substitute(&self, name: &str, value: &Expr) -> Expr {
+        match self {
+            Expr::Var(n, _) if n == name => value.clone(),
+            Expr::Let {
+                name: bound,
+                value: v,
+                body,
+            } => Expr::Let {
+                name: bound.clone(),
+                value: Box::new(v.substitute(name, value)),
+                body: Box::new(if bound == name {
+                    (**body).clone()
+                } else {
+                    body.substitute(name, value)
+                }),
+            },
+            other => other.map_children(&mut |c| c.substitute(name, value)),
+        }
+    }
+
     /// Rebuilds this node with each direct sub-expression replaced by `f(child)`.
     pub fn map_children(&self, f: &mut dyn FnMut(&Expr) -> Expr) -> Expr {
         let b = |e: &Expr, f: &mut dyn FnMut(&Expr) -> Expr| Box::new(f(e));

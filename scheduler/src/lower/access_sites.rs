@@ -20,7 +20,7 @@
 //! under it.
 
 use super::bounds::{
-    expr_box, guarded, loop_interval, map_box, over_loop_scope, over_scope, substitute, union_boxes,
+    expr_box, guarded, loop_interval, map_box, over_loop_scope, over_scope, union_boxes,
 };
 use super::bounds::{Interval, Scope};
 use crate::ir::{Expr, Stmt};
@@ -115,7 +115,7 @@ fn sites(s: &Stmt, func: &str, hoistable: bool, outside_loops: bool) -> Vec<Site
         }
         Stmt::Let { .. } if outside_loops => out.extend(sites_in_lets(s, func, hoistable)),
         Stmt::Let { name, value, body } => {
-            let sub = |e: &Expr| substitute(e, name, value);
+            let sub = |e: &Expr| e.substitute(name, value);
             let inner = sites(body, func, hoistable, outside_loops);
             out.extend(inner.into_iter().map(|site| Site {
                 region: map_box(Some(site.region), &sub).unwrap_or_default(),

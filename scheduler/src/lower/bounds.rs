@@ -580,7 +580,7 @@ fn stmt_box(s: &Stmt, func: &str, live: bool) -> Option<Vec<Interval>> {
             b.map(|b| b.iter().map(|i| over_loop_scope(i, var, &scope)).collect())
         }
         Stmt::Let { name, value, body } => {
-            map_box(stmt_box(body, func, live), &|e| substitute(e, name, value))
+            map_box(stmt_box(body, func, live), &|e| e.substitute(name, value))
         }
         Stmt::If {
             cond,
@@ -615,7 +615,7 @@ pub(super) fn expr_box(e: &Expr, func: &str) -> Option<Vec<Interval>> {
                 .fold(own, |acc, a| union_boxes(acc, expr_box(a, func)))
         }
         Expr::Let { name, value, body } => {
-            let inner = map_box(expr_box(body, func), &|x| substitute(x, name, value));
+            let inner = map_box(expr_box(body, func), &|x| x.substitute(name, value));
             union_boxes(expr_box(value, func), inner)
         }
         other => {
@@ -626,27 +626,6 @@ pub(super) fn expr_box(e: &Expr, func: &str) -> Option<Vec<Interval>> {
             other.for_each_child(&mut |c| found = union_boxes(found.take(), expr_box(c, func)));
             found
         }
-    }
-}
-
-/// `e` with free occurrences of `name` replaced by `value`.
-pub fn substitute(e: &Expr, name: &str, value: &Expr) -> Expr {
-    match e {
-        Expr::Var(n, _) if n == name => value.clone(),
-        Expr::Let {
-            name: bound,
-            value: v,
-            body,
-        } => Expr::Let {
-            name: bound.clone(),
-            value: Box::new(substitute(v, name, value)),
-            body: Box::new(if bound == name {
-                (**body).clone()
-            } else {
-                substitute(body, name, value)
-            }),
-        },
-        other => other.map_children(&mut |c| substitute(c, name, value)),
     }
 }
 
@@ -677,13 +656,13 @@ fn refine(e: &Expr, cond: &Expr) -> Expr {
                 return e.clone();
             };
             let capped = fold_min((**v).clone(), fold_sub((**bound).clone(), Expr::int(1)));
-            substitute(e, name, &capped)
+            e.substitute(name, &capped)
         }
         Expr::Binary(BinOp::Le, v, bound) if matches!(v.as_ref(), Expr::Var(..)) => {
             let Expr::Var(name, _) = v.as_ref() else {
                 return e.clone();
             };
-            substitute(e, name, &fold_min((**v).clone(), (**bound).clone()))
+            e.substitute(name, &fold_min((**v).clone(), (**bound).clone()))
         }
         _ => e.clone(),
     }

@@ -395,7 +395,7 @@ fn defined_before_use(lets: Vec<(String, LExpr)>) -> Vec<(String, LExpr)> {
 fn in_loop_vars(e: &LExpr, lets: &[(String, LExpr)]) -> LExpr {
     lets.iter().fold(e.clone(), |e, (name, value)| {
         if e.uses_var(name) {
-            super::bounds::substitute(&e, name, value)
+            e.substitute(name, value)
         } else {
             e
         }

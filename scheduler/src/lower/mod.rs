@@ -361,7 +361,7 @@ fn bind_sizes_here(kernel: &LoweredKernel, sizes: &Sizes) -> Result<LoweredKerne
                 value: *value,
             })?;
         let c = Expr::int(value);
-        let sub = |e: &Expr| bounds::substitute(e, name, &c);
+        let sub = |e: &Expr| e.substitute(name, &c);
         out.body = substitute_stmt(&out.body, name, &c);
         out.output.extents = out.output.extents.iter().map(sub).collect();
         for input in &mut out.inputs {
@@ -394,7 +394,7 @@ fn bind_sizes_here(kernel: &LoweredKernel, sizes: &Sizes) -> Result<LoweredKerne
 }
 
 fn substitute_stmt(s: &Stmt, name: &str, value: &Expr) -> Stmt {
-    s.map(&mut |e| bounds::substitute(e, name, value), &mut |c| {
+    s.map(&mut |e| e.substitute(name, value), &mut |c| {
         substitute_stmt(c, name, value)
     })
 }

@@ -634,9 +634,9 @@ mod tests {
     /// The steady range `first .. past` of the partitioned loop at `W = w`.
     fn steady_range(partitioned: &Stmt, w: i32) -> (i64, i64) {
         let at = |e: &Expr, names: &[(&str, i64)]| {
-            let mut e = bounds::substitute(e, "W", &Expr::int(w));
+            let mut e = e.substitute("W", &Expr::int(w));
             for (name, v) in names {
-                e = bounds::substitute(&e, name, &Expr::int(*v as i32));
+                e = e.substitute(name, &Expr::int(*v as i32));
             }
             simplify_expr(&e)
                 .as_int()
@@ -655,9 +655,9 @@ mod tests {
     }
 
     fn index_at(index: &Expr, x: i64, xi: i64, w: i32) -> i64 {
-        let e = bounds::substitute(index, "x", &Expr::int(x as i32));
-        let e = bounds::substitute(&e, "xi", &Expr::int(xi as i32));
-        let e = bounds::substitute(&e, "W", &Expr::int(w));
+        let e = index.substitute("x", &Expr::int(x as i32));
+        let e = e.substitute("xi", &Expr::int(xi as i32));
+        let e = e.substitute("W", &Expr::int(w));
         simplify_expr(&e).as_int().unwrap()
     }
 

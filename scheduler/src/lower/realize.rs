@@ -17,7 +17,7 @@
 //! and a `produce` runs only if some access of the function after it can.
 
 use super::bounds::Interval;
-use super::bounds::{access_bounds, fold_add, fold_sub, live_access_bounds, map_box, substitute};
+use super::bounds::{access_bounds, fold_add, fold_sub, live_access_bounds, map_box};
 use super::loop_nest::{region_max, region_min, stage_nest, StageNest};
 use super::LowerError;
 use crate::ir::{Expr, Range, Stmt};
@@ -318,7 +318,7 @@ fn store_here(body: &Stmt, func: &Func) -> Result<Stmt, LowerError> {
         .rev()
         .filter(|(name, _)| own(name))
         .fold(Some(touched), |b, (name, value)| {
-            map_box(b, &|e| substitute(e, name, value))
+            map_box(b, &|e| e.substitute(name, value))
         })
         .unwrap_or_default();
     let region = bounded(&func.name, touched)?

@@ -37,7 +37,6 @@
 //! Establishes: in each iteration of a loop, a function stored outside it computes only the
 //! part of its region in the sliding dimension above what the previous iteration computed.
 
-use super::bounds::substitute;
 use super::loop_nest::{region_max, region_min};
 use crate::ir::{Expr, ForKind, Stmt, UnOp};
 use crate::simplify::subst_stmt;
@@ -368,7 +367,7 @@ impl Slide<'_> {
     /// The value of the let `name` in the previous iteration.
     fn previous(&self, name: &str) -> Option<Expr> {
         let back = Expr::sub(Expr::var(self.loop_var), Expr::int(1));
-        Some(substitute(&self.expanded(name)?, self.loop_var, &back))
+        Some(self.expanded(name)?.substitute(self.loop_var, &back))
     }
 
     /// The value of the let `name` with the lets of the loop's body that move substituted
@@ -378,7 +377,7 @@ impl Slide<'_> {
         let mut e = self.lets[position].1.clone();
         for (n, v) in self.lets[..position].iter().rev() {
             if self.directions.get(*n) != Some(&Direction::Constant) && e.uses_var(n) {
-                e = substitute(&e, n, v);
+                e = e.substitute(n, v);
                 if node_count(&e) > EXPANSION_BUDGET {
                     return None;
                 }

@@ -130,7 +130,7 @@ fn vectorize_loop(
     let last = Expr::add(min.clone(), Expr::int(lanes as i32 - 1));
     let all_lanes = guards
         .iter()
-        .map(|g| substitute(g, var, &last))
+        .map(|g| g.substitute(var, &last))
         .reduce(|a, b| Expr::binary(BinOp::And, a, b))
         .unwrap_or(Expr::Const(strata_dsl::Value::Bool(true)));
     // The serial version of a vectorized reduction carries its accumulator from lane to lane,
@@ -248,13 +248,6 @@ fn expand(e: &Expr, lets: &HashMap<String, Expr>) -> Expr {
     match e {
         Expr::Var(name, _) => lets.get(name).cloned().unwrap_or_else(|| e.clone()),
         other => other.map_children(&mut |c| expand(c, lets)),
-    }
-}
-
-fn substitute(e: &Expr, var: &str, value: &Expr) -> Expr {
-    match e {
-        Expr::Var(name, _) if name == var => value.clone(),
-        other => other.map_children(&mut |c| substitute(c, var, value)),
     }
 }
 
