@@ -323,7 +323,7 @@ impl WorkerState {
 
     /// Compiles, checks and times one candidate; `compiled` is called once it has compiled.
     fn measure(&self, request: &Request, faults: &str, compiled: &mut dyn FnMut()) -> Outcome {
-        let fault = fault_for(faults, &request.schedule.to_string());
+        let fault = fault_for(faults, &request.schedule);
         if fault == Some("crash") {
             std::process::abort();
         }
@@ -422,10 +422,16 @@ fn compile(
     strata_jit::compile_pipeline(pipeline, schedule, sizes, &options).map_err(|e| e.to_string())
 }
 
-fn fault_for<'a>(faults: &'a str, schedule: &str) -> Option<&'a str> {
+/// The fault `STRATA_WORKER_FAULT` injects for this candidate, matched on its text. Without
+/// faults (every real run) the schedule is not printed: this runs once per candidate.
+fn fault_for<'a>(faults: &'a str, schedule: &strata_schedule::Schedule) -> Option<&'a str> {
+    if faults.is_empty() {
+        return None;
+    }
+    let text = schedule.to_string();
     fault_entries(faults)
         .into_iter()
-        .find(|(_, text)| !text.is_empty() && schedule.contains(text))
+        .find(|(_, entry)| !entry.is_empty() && text.contains(entry))
         .map(|(kind, _)| kind)
 }
 
