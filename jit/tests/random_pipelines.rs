@@ -254,16 +254,11 @@ fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
-/// The seeds to run: `STRATA_SEED` alone, or `STRATA_CASES` (default `default`) seeds from
-/// `STRATA_FIRST_SEED` (default 0), so a long run can continue where another stopped.
+/// The seeds to run: `STRATA_SEED` alone, or `STRATA_CASES` (default `default`) consecutive
+/// seeds from `STRATA_FIRST_SEED` (default 0), so a long run can continue where another stopped.
 fn seeds(default: u64) -> Vec<u64> {
-    match env_u64("STRATA_SEED") {
-        Some(seed) => vec![seed],
-        None => {
-            let first = env_u64("STRATA_FIRST_SEED").unwrap_or(0);
-            (first..first + env_u64("STRATA_CASES").unwrap_or(default)).collect()
-        }
-    }
+    let first = env_u64("STRATA_FIRST_SEED").unwrap_or(0);
+    strata_testkit::differential::seeds(default, 1, first)
 }
 
 /// Names a case that runs for more than `Watchdog::PATIENCE` (once), so a long run that hangs
