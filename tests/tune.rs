@@ -1108,8 +1108,15 @@ fn tune_input_files_replace_the_random_inputs() {
         "{ms:?}"
     );
     assert!(
+        ms.iter().all(|m| m.settings.tolerance == Some(0.001)),
+        "{ms:?}"
+    );
+    // Every timed candidate records how long it took to compile, and when it was measured.
+    assert!(
         ms.iter()
-            .all(|m| m.settings.contains(r#""tolerance":0.001"#)),
+            .all(|m| m.settings.compile_s.is_some_and(|c| c > 0.0)
+                && m.settings.elapsed_s.is_some()
+                && m.settings.threads == Some(1)),
         "{ms:?}"
     );
     let refused = tune(&brighten_file, &[&args[..], &["--tolerance", "2"]].concat())
@@ -1930,7 +1937,7 @@ fn add_unusable_winners(db: &Path, schedules: &[&str]) {
                 min_s: Some(t),
                 max_s: Some(t),
                 runs: 3,
-                settings: "{}".into(),
+                settings: Default::default(),
                 is_default: false,
                 remeasured: true,
                 measured_at: "2030-01-01T00:00:01Z".into(),
@@ -2072,7 +2079,7 @@ fn database_with(db: &Path, name: &str, hash: &str, cpu_model: &str, schedule: &
                 min_s: Some(1e-3),
                 max_s: Some(1e-3),
                 runs: 3,
-                settings: "{}".into(),
+                settings: Default::default(),
                 is_default: false,
                 remeasured: false,
                 measured_at: "2026-01-01T00:00:01Z".into(),

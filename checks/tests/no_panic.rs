@@ -346,7 +346,7 @@ fn export_of(pipeline: &Pipeline, shape: &Sizes, schedule: &Schedule) -> String 
         min_s: Some(1e-3),
         max_s: Some(1e-3),
         runs: 1,
-        settings: "{}".into(),
+        settings: Default::default(),
         is_default: false,
         remeasured: false,
         measured_at: "2026-01-01T00:00:01Z".into(),

@@ -205,7 +205,10 @@ fn rows_of(db: &Db, e: &ReportEntry) -> Vec<Row> {
         let start = seconds_of(&run.start.started_at);
         let mut longest: f64 = 0.0;
         for m in ms {
-            let own = elapsed_of(&m).or_else(|| Some(seconds_of(&m.measured_at)? - start?));
+            let own = m
+                .settings
+                .elapsed_s
+                .or_else(|| Some(seconds_of(&m.measured_at)? - start?));
             if let Some(t) = own {
                 longest = longest.max(t);
             }
@@ -222,12 +225,6 @@ fn rows_of(db: &Db, e: &ReportEntry) -> Vec<Row> {
         offset += longest;
     }
     rows
-}
-
-/// The tuner's `elapsed_s` in a measurement's settings.
-fn elapsed_of(m: &Measurement) -> Option<f64> {
-    let settings: serde_json::Value = serde_json::from_str(&m.settings).ok()?;
-    settings.get("elapsed_s")?.as_f64()
 }
 
 /// Seconds since 1970 of a `YYYY-MM-DDTHH:MM:SS…Z` stamp (fractions ignored).

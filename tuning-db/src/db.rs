@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior};
 
-use crate::checksum;
 use crate::error::DbError;
 use crate::schema::{self, FileKind, MIGRATIONS, SCHEMA_VERSION};
 
@@ -118,7 +117,7 @@ impl Db {
             | OpenFlags::SQLITE_OPEN_URI;
         let conn = Connection::open_with_flags(uri(path, mode.query()), flags).map_err(err)?;
         conn.busy_timeout(DEFAULT_BUSY_TIMEOUT).map_err(err)?;
-        checksum::register(&conn).map_err(err)?;
+        schema::register_functions(&conn).map_err(err)?;
         Ok(Db {
             conn,
             path: path.to_path_buf(),
@@ -142,7 +141,7 @@ impl Db {
         conn.busy_timeout(options.busy_timeout).map_err(err)?;
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(err)?;
-        checksum::register(&conn).map_err(err)?;
+        schema::register_functions(&conn).map_err(err)?;
         conn.set_transaction_behavior(TransactionBehavior::Immediate);
         Ok(Db {
             conn,

@@ -3,7 +3,7 @@
 //! The stream is a header line, then every run, then every measurement:
 //!
 //! ```text
-//! {"record":"header","format":"strata-tuning-db","version":3}
+//! {"record":"header","format":"strata-tuning-db","version":4}
 //! {"record":"run","uid":"…","start":{"key":{…},…},"ended_at":"…","stop_reason":"…"}
 //! {"record":"measurement","run_uid":"…","measurement":{"trial":0,…}}
 //! ```
@@ -27,7 +27,8 @@ use crate::error::DbError;
 use crate::model::{Measurement, Run};
 use crate::plausible::check_measurement;
 use crate::query::{
-    measurement_from_row, run_from_row, MEASUREMENT_COLUMNS, RUN_COLUMNS, RUN_COLUMN_COUNT,
+    measurement_from_row, run_from_row, MEASUREMENT_COLUMNS, MEASUREMENT_COLUMN_COUNT, RUN_COLUMNS,
+    RUN_COLUMN_COUNT,
 };
 use crate::records::{insert_measurement_if_new, insert_run_row, to_i64, RunValues};
 
@@ -41,8 +42,11 @@ pub const EXPORT_FORMAT: &str = "strata-tuning-db";
 /// scalar parameters' values to each run's key (`params`); a version-1 or 2 stream has
 /// none, and its runs import with `""` (no parameters), as schema version 5 keeps older
 /// runs. A build that reads only version 2 refuses a version-3 stream rather than take a
-/// run tuned at some parameter values for one without parameters.
-pub const EXPORT_VERSION: u32 = 3;
+/// run tuned at some parameter values for one without parameters. Version 4 writes a
+/// measurement's settings as an object of typed fields ([`crate::Settings`], the compile
+/// time among them) where older versions wrote one JSON text; that text still imports, read
+/// by [`crate::Settings::from_legacy`], as schema version 6 reads older rows.
+pub const EXPORT_VERSION: u32 = 4;
 
 /// One line of an export stream.
 #[derive(Debug, Serialize, Deserialize)]
@@ -120,7 +124,7 @@ impl Db {
             .query_map([], |row| {
                 Ok(MeasurementLine {
                     measurement: measurement_from_row(row, 0)?,
-                    run_uid: row.get(13)?,
+                    run_uid: row.get(MEASUREMENT_COLUMN_COUNT)?,
                 })
             })
             .map_err(|e| self.err(e))?;

@@ -14,7 +14,7 @@
 //! source) and depends on no other strata crate.
 //!
 //! ```
-//! use strata_tuning_db::{Db, Measurement, NewRun, Status, Target, TuningKey};
+//! use strata_tuning_db::{Db, Measurement, NewRun, Settings, Status, Target, TuningKey};
 //! # let path = std::env::temp_dir().join(format!("strata-doc-{}.db", std::process::id()));
 //! # let _ = std::fs::remove_file(&path);
 //! let db = Db::open(&path)?;
@@ -49,7 +49,7 @@
 //!     min_s: Some(9e-4),
 //!     max_s: Some(2e-3),
 //!     runs: 10,
-//!     settings: "{}".into(),
+//!     settings: Settings { compile_s: Some(0.02), ..Settings::default() },
 //!     is_default: true,
 //!     remeasured: false,
 //!     measured_at: "2026-01-01T00:00:01Z".into(),
@@ -75,6 +75,7 @@ mod query;
 mod records;
 mod report;
 mod schema;
+mod settings;
 
 pub use db::{Db, OpenOptions, DEFAULT_BUSY_TIMEOUT};
 pub use error::{short_hash, DbError, Miss};
@@ -88,3 +89,4 @@ pub use output::{check_replaceable, is_file_of_database, is_same_file, write_rep
 pub use plausible::MAX_RATE_PER_S;
 pub use printable::printable;
 pub use schema::{Migration, APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION};
+pub use settings::Settings;

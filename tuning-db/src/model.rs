@@ -7,6 +7,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::printable::printable;
+use crate::settings::Settings;
 
 /// The machine a tuning result is valid for.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -255,8 +256,11 @@ pub struct Measurement {
     pub max_s: Option<f64>,
     /// How many timed calls the statistics cover.
     pub runs: u32,
-    /// The measurement settings (warm-up, repetitions, timeouts) as JSON.
-    pub settings: String,
+    /// How it was measured (threads, timing, tolerance, compile time) and the search's
+    /// encoding of the candidate. An export of version 3 or older holds the legacy JSON text
+    /// here, read by [`Settings::from_legacy`].
+    #[serde(deserialize_with = "crate::settings::deserialize_any")]
+    pub settings: Settings,
     /// This is the default schedule's measurement (the speedup baseline).
     pub is_default: bool,
     /// This is a final re-measurement in a fresh process (preferred for winners).

@@ -2,6 +2,7 @@
 //! every winner whatever wrote it.
 
 use crate::model::{Measurement, NewRun};
+use crate::settings::Settings;
 
 /// Floating-point operations, or bytes, per second that no CPU reaches (100 T/s: several
 /// times the peak of the largest servers). A time implying more is a wrong time.
@@ -15,9 +16,11 @@ pub(crate) const PLAUSIBLE_WHERE: &str = "m.median_s > 0 \
 
 /// Why `m`, measured in a run started as `run`, cannot be trusted; `Ok` if it can.
 ///
-/// Every time given must be a positive finite number; an `ok` measurement must have a
-/// median, between its minimum and maximum, at a plausible rate.
+/// Every time given must be a positive finite number, every setting given a finite number
+/// not below zero; an `ok` measurement must have a median, between its minimum and maximum,
+/// at a plausible rate.
 pub(crate) fn check_measurement(run: &NewRun, m: &Measurement) -> Result<(), String> {
+    check_settings(&m.settings)?;
     let times = [
         ("median_s", m.median_s),
         ("min_s", m.min_s),
@@ -39,6 +42,25 @@ pub(crate) fn check_measurement(run: &NewRun, m: &Measurement) -> Result<(), Str
     }
     check_rate("GFLOP/s", run.float_ops.unwrap_or(0), median)?;
     check_rate("GB/s", run.bytes, median)
+}
+
+/// Fails when a setting's number is negative or not finite (a time, or the tolerance).
+fn check_settings(s: &Settings) -> Result<(), String> {
+    let numbers = [
+        ("min_time_s", s.min_time_s),
+        ("cutoff_s", s.cutoff_s),
+        ("tolerance", s.tolerance),
+        ("elapsed_s", s.elapsed_s),
+        ("compile_s", s.compile_s),
+    ];
+    for (name, value) in numbers {
+        if let Some(x) = value.filter(|x| !(x.is_finite() && *x >= 0.0)) {
+            return Err(format!(
+                "settings.{name} = {x} is not a number of zero or more"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Fails when `amount` per call in `seconds` is more than [`MAX_RATE_PER_S`].

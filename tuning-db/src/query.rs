@@ -11,6 +11,7 @@ use crate::db::Db;
 use crate::error::{DbError, Miss};
 use crate::model::{DamagedRow, Measurement, NewRun, Run, Status, Target, TuningKey, Winner};
 use crate::plausible::PLAUSIBLE_WHERE;
+use crate::settings::Settings;
 
 /// The condition selecting the runs (alias `r`) of one key; bind with [`key_params`].
 pub(crate) const KEY_WHERE: &str = "r.kernel_hash = :kernel_hash AND r.shape = :shape \
@@ -32,8 +33,13 @@ pub(crate) fn key_params(key: &TuningKey) -> [(&'static str, &dyn ToSql); 7] {
 
 /// The measurement columns (alias `m`) that [`measurement_from_row`] reads, in order.
 pub(crate) const MEASUREMENT_COLUMNS: &str = "m.trial, m.schedule, m.schedule_hash, m.status, \
-     m.status_detail, m.median_s, m.min_s, m.max_s, m.runs, m.settings, m.is_default, \
-     m.remeasured, m.measured_at";
+     m.status_detail, m.median_s, m.min_s, m.max_s, m.runs, m.is_default, m.remeasured, \
+     m.measured_at, m.threads, m.min_time_s, m.cutoff_s, m.tolerance, m.elapsed_s, m.compile_s, \
+     m.genome, m.other_settings";
+
+/// How many columns [`MEASUREMENT_COLUMNS`] holds: a query selecting more after them reads
+/// those from here on.
+pub(crate) const MEASUREMENT_COLUMN_COUNT: usize = 20;
 
 /// A value as text whatever its type (a damaged run uid may be a blob, or not UTF-8).
 fn lossy_text(value: ValueRef<'_>) -> String {
@@ -74,10 +80,24 @@ pub(crate) fn measurement_from_row(row: &Row<'_>, at: usize) -> rusqlite::Result
         min_s: row.get(at + 6)?,
         max_s: row.get(at + 7)?,
         runs: row.get(at + 8)?,
-        settings: row.get(at + 9)?,
-        is_default: row.get(at + 10)?,
-        remeasured: row.get(at + 11)?,
-        measured_at: row.get(at + 12)?,
+        is_default: row.get(at + 9)?,
+        remeasured: row.get(at + 10)?,
+        measured_at: row.get(at + 11)?,
+        settings: settings_from_row(row, at + 12)?,
+    })
+}
+
+/// Builds [`Settings`] from the settings' columns of [`MEASUREMENT_COLUMNS`], from column `at`.
+fn settings_from_row(row: &Row<'_>, at: usize) -> rusqlite::Result<Settings> {
+    Ok(Settings {
+        threads: row.get(at)?,
+        min_time_s: row.get(at + 1)?,
+        cutoff_s: row.get(at + 2)?,
+        tolerance: row.get(at + 3)?,
+        elapsed_s: row.get(at + 4)?,
+        compile_s: row.get(at + 5)?,
+        genome: row.get(at + 6)?,
+        other: row.get(at + 7)?,
     })
 }
 
@@ -146,7 +166,10 @@ pub(crate) fn ranked_where(
     );
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt.query_map(&key_params(key)[..], |row| {
-        Ok((measurement_from_row(row, 0)?, row.get(13)?))
+        Ok((
+            measurement_from_row(row, 0)?,
+            row.get(MEASUREMENT_COLUMN_COUNT)?,
+        ))
     })?;
     rows.collect()
 }
@@ -474,5 +497,21 @@ mod tests {
     #[test]
     fn the_run_column_count_counts_the_run_columns() {
         assert_eq!(RUN_COLUMNS.split(',').count(), RUN_COLUMN_COUNT);
+    }
+
+    /// The same for [`MEASUREMENT_COLUMNS`], whose last columns are the settings' columns in
+    /// their order.
+    #[test]
+    fn the_measurement_column_count_counts_the_measurement_columns() {
+        assert_eq!(
+            MEASUREMENT_COLUMNS.split(',').count(),
+            MEASUREMENT_COLUMN_COUNT
+        );
+        let settings: Vec<String> = crate::settings::COLUMNS
+            .iter()
+            .map(|c| format!("m.{c}"))
+            .collect();
+        let squeeze = |s: &str| s.split_whitespace().collect::<String>();
+        assert!(squeeze(MEASUREMENT_COLUMNS).ends_with(&squeeze(&settings.join(", "))));
     }
 }

@@ -150,12 +150,15 @@ fn insert_measurement_with(
 ) -> rusqlite::Result<usize> {
     let sql = format!(
         "{verb} INTO measurements (run_id, trial, schedule, schedule_hash, status,
-             status_detail, median_s, min_s, max_s, runs, settings, is_default, remeasured,
-             measured_at)
+             status_detail, median_s, min_s, max_s, runs, is_default, remeasured, measured_at,
+             threads, min_time_s, cutoff_s, tolerance, elapsed_s, compile_s, genome,
+             other_settings)
          VALUES (:run_id, :trial, :schedule, :schedule_hash, :status, :status_detail,
-             :median_s, :min_s, :max_s, :runs, :settings, :is_default, :remeasured,
-             :measured_at)"
+             :median_s, :min_s, :max_s, :runs, :is_default, :remeasured, :measured_at,
+             :threads, :min_time_s, :cutoff_s, :tolerance, :elapsed_s, :compile_s, :genome,
+             :other_settings)"
     );
+    let s = &m.settings;
     let inserted = conn.execute(
         &sql,
         named_params! {
@@ -163,8 +166,10 @@ fn insert_measurement_with(
             ":schedule_hash": m.schedule_hash, ":status": m.status.kind(),
             ":status_detail": m.status.detail(), ":median_s": m.median_s,
             ":min_s": m.min_s, ":max_s": m.max_s, ":runs": m.runs,
-            ":settings": m.settings, ":is_default": m.is_default,
-            ":remeasured": m.remeasured, ":measured_at": m.measured_at,
+            ":is_default": m.is_default, ":remeasured": m.remeasured,
+            ":measured_at": m.measured_at, ":threads": s.threads, ":min_time_s": s.min_time_s,
+            ":cutoff_s": s.cutoff_s, ":tolerance": s.tolerance, ":elapsed_s": s.elapsed_s,
+            ":compile_s": s.compile_s, ":genome": s.genome, ":other_settings": s.other,
         },
     )?;
     if inserted > 0 {

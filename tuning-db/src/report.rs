@@ -259,7 +259,7 @@ mod tests {
             min_s: Some(seconds),
             max_s: Some(seconds),
             runs: 3,
-            settings: "{}".into(),
+            settings: Default::default(),
             is_default: trial == 0,
             remeasured: false,
             measured_at: "t".into(),

@@ -7,7 +7,8 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
-use crate::checksum::{self, COVERED, FUNCTION};
+use crate::checksum::{self, COVERED, COVERED_V1, FUNCTION, FUNCTION_V1};
+use crate::settings::{self, LEGACY_FUNCTION};
 
 /// The SQLite `application_id` of a strata tuning database (`"STRA"` in ASCII).
 pub const APPLICATION_ID: i32 = 0x5354_5241;
@@ -119,6 +120,44 @@ DROP INDEX runs_by_key;
 CREATE INDEX runs_by_key ON runs (kernel_hash, shape, params, cpu_model, features, threads, backend);
 "#;
 
+/// Version 6: a measurement's settings are typed columns, and its compile time is one of
+/// them ([`crate::Settings`]); the JSON text column `settings` is gone. Each older row's
+/// text is read by [`crate::Settings::from_legacy`] (as the SQL function
+/// `strata_legacy_setting`), which keeps whatever has no column in `other_settings`, so
+/// nothing recorded is lost. The checksum now covers the new columns: a row whose version-4
+/// checksum matched gets the new one; a row whose did not (damaged) stays damaged.
+const V6: &str = r#"
+ALTER TABLE measurements ADD COLUMN threads INTEGER;
+ALTER TABLE measurements ADD COLUMN min_time_s REAL;
+ALTER TABLE measurements ADD COLUMN cutoff_s REAL;
+ALTER TABLE measurements ADD COLUMN tolerance REAL;
+ALTER TABLE measurements ADD COLUMN elapsed_s REAL;
+ALTER TABLE measurements ADD COLUMN compile_s REAL;
+ALTER TABLE measurements ADD COLUMN genome TEXT;
+ALTER TABLE measurements ADD COLUMN other_settings TEXT;
+UPDATE measurements SET
+    threads = strata_legacy_setting(settings, 'threads'),
+    min_time_s = strata_legacy_setting(settings, 'min_time_s'),
+    cutoff_s = strata_legacy_setting(settings, 'cutoff_s'),
+    tolerance = strata_legacy_setting(settings, 'tolerance'),
+    elapsed_s = strata_legacy_setting(settings, 'elapsed_s'),
+    compile_s = strata_legacy_setting(settings, 'compile_s'),
+    genome = strata_legacy_setting(settings, 'genome'),
+    other_settings = strata_legacy_setting(settings, 'other_settings');
+UPDATE measurements SET checksum = (
+    SELECT CASE
+        WHEN m.checksum = strata_measurement_checksum(r.uid, m.trial, m.schedule,
+            m.schedule_hash, m.status, m.status_detail, m.median_s, m.min_s, m.max_s, m.runs,
+            m.settings, m.is_default, m.remeasured, m.measured_at)
+        THEN strata_measurement_checksum_v2(r.uid, m.trial, m.schedule, m.schedule_hash,
+            m.status, m.status_detail, m.median_s, m.min_s, m.max_s, m.runs, m.threads,
+            m.min_time_s, m.cutoff_s, m.tolerance, m.elapsed_s, m.compile_s, m.genome,
+            m.other_settings, m.is_default, m.remeasured, m.measured_at)
+        ELSE m.checksum END
+    FROM measurements m JOIN runs r ON m.run_id = r.id WHERE m.id = measurements.id);
+ALTER TABLE measurements DROP COLUMN settings;
+"#;
+
 /// The schema's history, oldest first; versions are 1, 2, 3, … in order. A step is never
 /// edited once released: files in the field were made by it.
 pub const MIGRATIONS: &[Migration] = &[
@@ -142,6 +181,10 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 5,
         sql: V5,
     },
+    Migration {
+        version: 6,
+        sql: V6,
+    },
 ];
 
 /// The schema version this build writes: the last migration's.
@@ -150,19 +193,28 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;
 /// How a read-only connection sees a file of schema version `from` (older than
 /// [`SCHEMA_VERSION`]) as the current schema without writing it: temporary views, which
 /// SQLite finds before the file's own tables (the `temp` schema is searched first), so the
-/// readers' queries run unchanged. `None` when no such views are known for `from`.
+/// readers' queries run unchanged. Each view does what a migration since `from` would.
+/// `None` when no such views are known for `from`.
 pub(crate) fn reader_views(from: i64) -> Option<String> {
-    let measurements = match from {
-        1 | 2 => format!("{RENUMBERED_VIEW} {}", checksummed_view("temp.renumbered")),
-        3 => checksummed_view("main.measurements"),
-        4 => String::new(),
-        _ => return None,
-    };
-    Some(format!("{} {measurements}", runs_view(from)))
+    if !(1..SCHEMA_VERSION).contains(&from) {
+        return None;
+    }
+    let mut views = runs_view(from);
+    let mut measurements = "main.measurements";
+    if from < 3 {
+        views.push_str(RENUMBERED_VIEW);
+        measurements = "temp.renumbered";
+    }
+    if from < 4 {
+        views.push_str(&checksummed_view(measurements));
+        measurements = "temp.checksummed";
+    }
+    views.push_str(&typed_settings_views(measurements));
+    Some(views)
 }
 
-/// The runs of a file older than version 5 as the view `runs`, with the columns added since
-/// `from` holding what their migrations give old rows (in the order they add them).
+/// The runs of an older file as the view `runs`, with the columns added since `from`
+/// holding what their migrations give old rows (in the order they add them).
 fn runs_view(from: i64) -> String {
     // Version 2 added `backend`: every version-1 run was Cranelift's.
     let backend = if from < 2 {
@@ -171,7 +223,8 @@ fn runs_view(from: i64) -> String {
         ""
     };
     // Version 5 added `params`: no older run recorded any.
-    format!("CREATE TEMP VIEW runs AS SELECT *{backend}, '' AS params FROM main.runs;")
+    let params = if from < 5 { ", '' AS params" } else { "" };
+    format!("CREATE TEMP VIEW runs AS SELECT *{backend}{params} FROM main.runs;")
 }
 
 /// Version 3's renumbering of re-measurements, as a view (`renumbered`) of an older file.
@@ -183,13 +236,43 @@ const RENUMBERED_VIEW: &str = "CREATE TEMP VIEW renumbered AS SELECT m.id, m.run
     m.runs, m.settings, m.is_default, m.remeasured, m.measured_at
     FROM main.measurements m;";
 
-/// Version 4's checksums, as the view `measurements` of `table` (a file older than version
-/// 4): computed from the rows as they are, as the migration would.
+/// Version 4's checksums, as the view `checksummed` of `table` (measurements older than
+/// version 4): computed from the rows as they are, as the migration would.
 fn checksummed_view(table: &str) -> String {
     format!(
-        "CREATE TEMP VIEW measurements AS SELECT m.*, {FUNCTION}({COVERED}) AS checksum \
+        "CREATE TEMP VIEW checksummed AS SELECT m.*, {FUNCTION_V1}({COVERED_V1}) AS checksum \
          FROM {table} m JOIN main.runs r ON m.run_id = r.id;"
     )
+}
+
+/// Version 6's typed settings, as the view `measurements` of `table` (measurements of
+/// version 4 or 5, checksums included), by way of the view `legacy_typed`: the columns in
+/// the current table's order, and the checksum carried over only where the old one matched.
+fn typed_settings_views(table: &str) -> String {
+    let typed: Vec<String> = settings::COLUMNS
+        .iter()
+        .map(|c| format!("{LEGACY_FUNCTION}(m.settings, '{c}') AS {c}"))
+        .collect();
+    let columns: Vec<String> = settings::COLUMNS.iter().map(|c| format!("m.{c}")).collect();
+    format!(
+        "CREATE TEMP VIEW legacy_typed AS SELECT m.*, {typed} FROM {table} m; \
+         CREATE TEMP VIEW measurements AS SELECT m.id, m.run_id, m.trial, m.schedule, \
+             m.schedule_hash, m.status, m.status_detail, m.median_s, m.min_s, m.max_s, m.runs, \
+             m.is_default, m.remeasured, m.measured_at, \
+             CASE WHEN m.checksum = {FUNCTION_V1}({COVERED_V1}) THEN {FUNCTION}({COVERED}) \
+                 ELSE m.checksum END AS checksum, \
+             {columns} \
+         FROM temp.legacy_typed m JOIN main.runs r ON m.run_id = r.id;",
+        typed = typed.join(", "),
+        columns = columns.join(", "),
+    )
+}
+
+/// Registers the SQL functions that migrations, views and readers call (the checksums and
+/// the legacy settings reader) on `conn`.
+pub(crate) fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
+    checksum::register(conn)?;
+    settings::register(conn)
 }
 
 /// What a file holds, as far as opening it is concerned.
@@ -267,8 +350,8 @@ pub(crate) fn migrate(
     from: i64,
     migrations: &[Migration],
 ) -> rusqlite::Result<i64> {
-    // Version 4's step calls the checksum function.
-    checksum::register(conn)?;
+    // Versions 4 and 6 call the checksum and legacy settings functions.
+    register_functions(conn)?;
     let mut version = from;
     for step in migrations.iter().filter(|m| m.version > from) {
         conn.execute_batch(step.sql)?;
@@ -287,6 +370,11 @@ pub(crate) fn migrate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Versions 4 and 5's condition for a row that matches its checksum.
+    const VERIFIED_V1_WHERE: &str = "m.checksum = strata_measurement_checksum(r.uid, m.trial, \
+         m.schedule, m.schedule_hash, m.status, m.status_detail, m.median_s, m.min_s, m.max_s, \
+         m.runs, m.settings, m.is_default, m.remeasured, m.measured_at)";
 
     /// A trivial version after the last, to exercise the mechanism.
     const TEST_NEXT: Migration = Migration {
@@ -440,7 +528,7 @@ mod tests {
             let sql = format!(
                 "SELECT count(*) FROM measurements m JOIN runs r ON m.run_id = r.id
                  WHERE {}",
-                crate::checksum::VERIFIED_WHERE
+                VERIFIED_V1_WHERE
             );
             c.query_row(&sql, [], |r| r.get(0)).unwrap()
         };
@@ -481,7 +569,7 @@ mod tests {
         );
         let verified = format!(
             "SELECT count(*) FROM measurements m JOIN runs r ON m.run_id = r.id WHERE {}",
-            crate::checksum::VERIFIED_WHERE
+            VERIFIED_V1_WHERE
         );
         assert_eq!(
             count(&conn, &verified),
@@ -490,6 +578,116 @@ mod tests {
         );
         let indexed = "SELECT count(*) FROM pragma_index_info('runs_by_key') WHERE name = 'params'";
         assert_eq!(count(&conn, indexed), 1, "the key's index lacks params");
+    }
+
+    /// A version-5 file whose run 1 holds, besides the rows of [`version_4`] (settings
+    /// `{}`), a tuner's row (every legacy key), a row with keys and values no column takes,
+    /// and a row of text that is no JSON; then a damaged row (its trial changed after its
+    /// checksum was made).
+    fn version_5_with_legacy_settings(conn: &Connection) {
+        version_4(conn);
+        migrate(conn, 4, &MIGRATIONS[..5]).unwrap();
+        let settings = [
+            (
+                10,
+                r#"{"min_time_s":0.05,"threads":1,"cutoff_s":null,"tolerance":0.001,"genome":{"g":[1,2]},"elapsed_s":3.5}"#,
+            ),
+            (11, r#"{"warmup":2,"threads":"one","elapsed_s":1}"#),
+            (12, "fast"),
+            (13, "{}"),
+        ];
+        for (trial, text) in settings {
+            conn.execute(
+                "INSERT INTO measurements (run_id, trial, schedule, schedule_hash, status,
+                     median_s, runs, settings, is_default, remeasured, measured_at)
+                 VALUES (1, ?1, '', 'h' || ?1, 'ok', 0.7, 1, ?2, 0, 0, 't')",
+                rusqlite::params![trial, text],
+            )
+            .unwrap();
+        }
+        let checksum = format!(
+            "UPDATE measurements SET checksum = (SELECT {FUNCTION_V1}({COVERED_V1})
+                 FROM measurements m JOIN runs r ON m.run_id = r.id WHERE m.id = measurements.id)
+             WHERE trial >= 10"
+        );
+        conn.execute_batch(&checksum).unwrap();
+        conn.execute("UPDATE measurements SET trial = 14 WHERE trial = 13", [])
+            .unwrap();
+    }
+
+    /// The typed settings of the row of trial `trial` in `conn`'s `measurements`.
+    fn typed_settings(conn: &Connection, trial: i64) -> crate::Settings {
+        let sql = format!(
+            "SELECT {} FROM measurements WHERE trial = ?1",
+            settings::COLUMNS.join(", ")
+        );
+        conn.query_row(&sql, [trial], |r| {
+            Ok(crate::Settings {
+                threads: r.get(0)?,
+                min_time_s: r.get(1)?,
+                cutoff_s: r.get(2)?,
+                tolerance: r.get(3)?,
+                elapsed_s: r.get(4)?,
+                compile_s: r.get(5)?,
+                genome: r.get(6)?,
+                other: r.get(7)?,
+            })
+        })
+        .unwrap()
+    }
+
+    /// How many measurement rows match their checksum under the current scheme.
+    fn verified(conn: &Connection) -> i64 {
+        let sql = format!(
+            "SELECT count(*) FROM measurements m JOIN runs r ON m.run_id = r.id WHERE {}",
+            crate::checksum::VERIFIED_WHERE
+        );
+        count(conn, &sql)
+    }
+
+    /// What version 6 (or a reader's view of version 5) must show of
+    /// [`version_5_with_legacy_settings`]: each legacy text read into its columns, nothing
+    /// lost, every row verifying but the damaged one.
+    fn assert_typed_as_migrated(conn: &Connection) {
+        let tuner = typed_settings(conn, 10);
+        assert_eq!(tuner.threads, Some(1));
+        assert_eq!((tuner.min_time_s, tuner.cutoff_s), (Some(0.05), None));
+        assert_eq!((tuner.tolerance, tuner.elapsed_s), (Some(0.001), Some(3.5)));
+        assert_eq!(tuner.genome.as_deref(), Some(r#"{"g":[1,2]}"#));
+        assert_eq!(tuner.other, None);
+        let foreign = typed_settings(conn, 11);
+        assert_eq!((foreign.threads, foreign.elapsed_s), (None, Some(1.0)));
+        assert_eq!(
+            foreign.other.as_deref(),
+            Some(r#"{"threads":"one","warmup":2}"#)
+        );
+        assert_eq!(typed_settings(conn, 12).other.as_deref(), Some("fast"));
+        assert_eq!(typed_settings(conn, 0), crate::Settings::default());
+        let rows = count(conn, "SELECT count(*) FROM measurements");
+        assert_eq!(rows, 12);
+        assert_eq!(verified(conn), rows - 1, "only the damaged row fails");
+    }
+
+    /// Version 6 reads every older row's settings into the typed columns, keeps what has
+    /// no column, drops the text column, and carries checksums over only where they held.
+    #[test]
+    fn version_6_types_the_settings_and_keeps_damage_visible() {
+        let conn = Connection::open_in_memory().unwrap();
+        version_5_with_legacy_settings(&conn);
+        assert_eq!(migrate(&conn, 5, &MIGRATIONS[..6]).unwrap(), 6);
+        assert_typed_as_migrated(&conn);
+        let text_column = "SELECT count(*) FROM pragma_table_info('measurements')
+                           WHERE name = 'settings'";
+        assert_eq!(count(&conn, text_column), 0);
+    }
+
+    /// A reader of a version-5 file sees what version 6 would make of it.
+    #[test]
+    fn a_version_5_reader_sees_typed_settings() {
+        let conn = Connection::open_in_memory().unwrap();
+        version_5_with_legacy_settings(&conn);
+        conn.execute_batch(&reader_views(5).unwrap()).unwrap();
+        assert_typed_as_migrated(&conn);
     }
 
     /// The column names of `SELECT * FROM table` as `conn` resolves `table` (temporary

@@ -3,7 +3,7 @@
 mod common;
 
 use common::{failed, key, new_run, ok, TempPath};
-use strata_tuning_db::{Db, DbError, Measurement, Status};
+use strata_tuning_db::{Db, DbError, Measurement, Settings, Status};
 
 /// Fills `db` with two kernels, three runs (one unfinished), every status kind, a
 /// default and a re-measurement, and a seed above `i64::MAX`.
@@ -63,7 +63,7 @@ fn export_then_import_into_an_empty_database_gives_the_same_report() {
     let (text, n) = export(&source);
     assert_eq!(n, 3 + 10);
     assert_eq!(text.lines().count(), 1 + 13);
-    assert!(text.starts_with(r#"{"record":"header","format":"strata-tuning-db","version":3}"#));
+    assert!(text.starts_with(r#"{"record":"header","format":"strata-tuning-db","version":4}"#));
 
     let target = Db::open(b.path()).unwrap();
     assert_eq!(target.import(&mut text.as_bytes()).unwrap(), 13);
@@ -76,7 +76,77 @@ fn export_then_import_into_an_empty_database_gives_the_same_report() {
     let runs_a: Vec<_> = source.runs().unwrap().into_iter().map(|(_, r)| r).collect();
     let runs_b: Vec<_> = target.runs().unwrap().into_iter().map(|(_, r)| r).collect();
     assert_eq!(runs_a, runs_b);
+    for run in 1..=3 {
+        let settings = |db: &Db| -> Vec<Settings> {
+            let ms = db.measurements(run).unwrap();
+            ms.into_iter().map(|m| m.settings).collect()
+        };
+        assert_eq!(settings(&target), settings(&source), "run {run}");
+        assert!(settings(&target).iter().all(|s| s.compile_s == Some(0.004)));
+    }
     assert_eq!(target.integrity_check().unwrap(), "ok");
+}
+
+/// `text` as export version 3 wrote it: each measurement's settings one JSON text (the
+/// genome a JSON value in it), with a key no column takes.
+fn as_version_3(text: &str) -> String {
+    let lines = text.lines().map(|line| {
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["record"] == "header" {
+            v["version"] = 3.into();
+        } else if v["record"] == "measurement" {
+            let settings = &mut v["measurement"]["settings"];
+            let genome = settings["genome"].as_str().unwrap();
+            settings["genome"] = serde_json::from_str(genome).unwrap();
+            settings["warmup"] = 2.into();
+            *settings = settings.to_string().into();
+        }
+        v.to_string()
+    });
+    lines.map(|l| l + "\n").collect()
+}
+
+/// A version-3 stream's settings text imports as typed settings, what has no field kept.
+#[test]
+fn an_export_of_version_3_imports_its_settings_text_typed() {
+    let (a, b) = (
+        TempPath::new("v3-settings-a"),
+        TempPath::new("v3-settings-b"),
+    );
+    let source = Db::open(a.path()).unwrap();
+    populate(&source);
+    let old = as_version_3(&export(&source).0);
+    assert!(old.contains(r#""settings":"{"#), "{old}");
+    let target = Db::open(b.path()).unwrap();
+    assert_eq!(target.import(&mut old.as_bytes()).unwrap(), 13);
+    let (expected, imported) = (
+        source.measurements(1).unwrap(),
+        target.measurements(1).unwrap(),
+    );
+    for (e, i) in expected.iter().zip(&imported) {
+        let other = Some(r#"{"warmup":2}"#.to_string());
+        assert_eq!(
+            i.settings,
+            Settings {
+                other,
+                ..e.settings.clone()
+            }
+        );
+    }
+    assert_eq!(imported.len(), expected.len());
+}
+
+/// A setting that is negative or not a number is refused at import.
+#[test]
+fn an_implausible_setting_is_refused_at_import() {
+    let text = export_of_one_timing(Some(1e-3), Some(1e-3))
+        .replace(r#""compile_s":0.004"#, r#""compile_s":-1.0"#);
+    let target_path = TempPath::new("refused-setting");
+    let err = Db::open(target_path.path())
+        .unwrap()
+        .import(&mut text.as_bytes())
+        .unwrap_err();
+    assert!(err.to_string().contains("settings.compile_s = -1"), "{err}");
 }
 
 #[test]

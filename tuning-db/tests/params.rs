@@ -242,7 +242,7 @@ fn exports_carry_the_params() {
     tuned(&source, &one, 0, &[(0, 1.0)]);
     tuned(&source, &blur(""), 10, &[(0, 2.0)]);
     let text = export(&source);
-    assert!(text.starts_with(r#"{"record":"header","format":"strata-tuning-db","version":3}"#));
+    assert!(text.starts_with(r#"{"record":"header","format":"strata-tuning-db","version":4}"#));
     assert!(
         text.contains(r#""params":"alpha=1,intensity_levels=8""#),
         "{text}"
@@ -271,7 +271,7 @@ fn a_version_2_stream_imports_without_params() {
     let text = export(&source);
     // What strata wrote before version 3: the same lines without `params`.
     let v2 = text
-        .replace(r#""version":3"#, r#""version":2"#)
+        .replace(r#""version":4"#, r#""version":2"#)
         .replace(r#""params":"","#, "");
     assert!(
         !v2.contains("params") && v2.contains(r#""version":2"#),

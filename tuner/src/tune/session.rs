@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use strata_dsl::Pipeline;
 use strata_schedule::Schedule;
-use strata_tuning_db::{Db, Measurement, Status, TuningKey};
+use strata_tuning_db::{Db, Measurement, Settings, Status, TuningKey};
 
 /// One timed measurement of this run, as the session remembers it.
 #[derive(Clone, Debug)]
@@ -316,7 +316,7 @@ impl Session<'_> {
             min_s: timing.map(|t| t.min_s),
             max_s: timing.map(|t| t.max_s),
             runs: timing.map_or(0, |t| t.runs),
-            settings: self.settings(c, request.cutoff_s),
+            settings: self.settings(c, request.cutoff_s, compile_seconds(&measured.outcome)),
             is_default: kind == Kind::Default || (kind.confirms() && trial == 0),
             remeasured: kind.confirms(),
             measured_at: now_rfc3339(),
@@ -350,19 +350,20 @@ impl Session<'_> {
         }
     }
 
-    /// A measurement's settings, as recorded (JSON).
-    fn settings(&self, c: &Candidate, cutoff: Option<f64>) -> String {
-        let settings = serde_json::json!({
-            "min_time_s": self.options.min_time.as_secs_f64(),
-            "threads": self.options.threads,
-            "cutoff_s": cutoff,
-            "tolerance": self.options.tolerance,
-            "genome": c.genome,
+    /// A measurement's settings, as recorded.
+    fn settings(&self, c: &Candidate, cutoff: Option<f64>, compile_s: Option<f64>) -> Settings {
+        Settings {
+            threads: u32::try_from(self.options.threads).ok(),
+            min_time_s: Some(self.options.min_time.as_secs_f64()),
+            cutoff_s: cutoff,
+            tolerance: Some(self.options.tolerance),
             // Seconds since the run started (the reference answer included): the report's
             // time axis.
-            "elapsed_s": self.started.elapsed().as_secs_f64(),
-        });
-        settings.to_string()
+            elapsed_s: Some(self.started.elapsed().as_secs_f64()),
+            compile_s,
+            genome: serde_json::to_string(&c.genome).ok(),
+            other: None,
+        }
     }
 
     /// Whether `outcome` says the worker was interrupted rather than the candidate failing:
@@ -495,9 +496,16 @@ pub fn status_kind(status: &Status) -> &'static str {
 }
 
 /// The genome recorded in a measurement's settings, if any.
-fn genome_of(settings: &str) -> Option<Genome> {
-    let value: serde_json::Value = serde_json::from_str(settings).ok()?;
-    serde_json::from_value(value.get("genome")?.clone()).ok()
+fn genome_of(settings: &Settings) -> Option<Genome> {
+    serde_json::from_str(settings.genome.as_deref()?).ok()
+}
+
+/// The compile time a worker reported (only a timed candidate reports one).
+fn compile_seconds(outcome: &Outcome) -> Option<f64> {
+    match *outcome {
+        Outcome::Timed { compile_s, .. } => Some(compile_s),
+        _ => None,
+    }
 }
 
 /// Whether `g` has the shape of `space`'s genomes (one recorded by another version may not).

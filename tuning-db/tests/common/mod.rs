@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use strata_tuning_db::{Measurement, NewRun, Status, Target, TuningKey};
+use strata_tuning_db::{Measurement, NewRun, Settings, Status, Target, TuningKey};
 
 /// A unique path in the temp dir; the file and its `-wal`/`-shm` are removed on drop.
 pub struct TempPath(pub PathBuf);
@@ -95,7 +95,15 @@ pub fn ok(trial: u64, median_ms: f64) -> Measurement {
         min_s: Some(s * 0.9),
         max_s: Some(s * 1.5),
         runs: 11,
-        settings: r#"{"warmup":2,"repeats":11,"timeout_s":10}"#.into(),
+        settings: Settings {
+            threads: Some(2),
+            min_time_s: Some(0.05),
+            tolerance: Some(1e-3),
+            elapsed_s: Some(0.25 * trial as f64),
+            compile_s: Some(0.004),
+            genome: Some(format!(r#"{{"tile":[{trial},8]}}"#)),
+            ..Settings::default()
+        },
         is_default: false,
         remeasured: false,
         measured_at: format!("2026-05-01T10:01:{:02}Z", trial % 60),
