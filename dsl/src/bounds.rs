@@ -2,6 +2,9 @@
 //! interval this analysis can prove holds every value an expression takes. Used to find the
 //! region of each function a consumer needs (the reference evaluator computes each function over
 //! that region). Data-dependent values are bounded by their type (a `u8` index lies in 0..=255).
+//!
+//! [`ConstantInterval`] (Halide's name) is also the scheduler simplifier's interval; lowering's
+//! bounds inference works on intervals whose ends are expressions (its own `Interval`).
 
 use crate::dtype::Dtype;
 use crate::ir::{Expr, Intrinsic};
@@ -10,38 +13,42 @@ use crate::value::BinOp;
 /// A closed interval `lo..=hi` of integers; empty when `lo > hi`. Unbounded ends saturate at
 /// `i64::MIN` / `i64::MAX`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Interval {
+pub struct ConstantInterval {
     /// The least value.
     pub lo: i64,
     /// The greatest value.
     pub hi: i64,
 }
 
-impl Interval {
+impl ConstantInterval {
     /// The empty interval.
-    pub const EMPTY: Interval = Interval { lo: 1, hi: 0 };
+    pub const EMPTY: ConstantInterval = ConstantInterval { lo: 1, hi: 0 };
     /// Every `i64`.
-    pub const EVERYTHING: Interval = Interval {
+    pub const EVERYTHING: ConstantInterval = ConstantInterval {
         lo: i64::MIN,
         hi: i64::MAX,
     };
 
     /// The interval `lo..=hi` (empty when `lo > hi`).
-    pub fn new(lo: i64, hi: i64) -> Interval {
-        Interval { lo, hi }
+    pub fn new(lo: i64, hi: i64) -> ConstantInterval {
+        ConstantInterval { lo, hi }
     }
 
     /// The interval holding `v` alone.
-    pub fn point(v: i64) -> Interval {
-        Interval { lo: v, hi: v }
+    pub fn point(v: i64) -> ConstantInterval {
+        ConstantInterval { lo: v, hi: v }
     }
 
     /// Every value of an integer or bool type; everything for floats.
-    pub fn of_type(dtype: Dtype) -> Interval {
-        match dtype.int_range() {
-            Some((lo, hi)) => Interval::new(lo as i64, hi.min(i64::MAX as i128) as i64),
-            None => Interval::EVERYTHING,
-        }
+    pub fn of_type(dtype: Dtype) -> ConstantInterval {
+        ConstantInterval::of_int_type(dtype).unwrap_or(ConstantInterval::EVERYTHING)
+    }
+
+    /// Every value of an integer or bool type; `None` for floats.
+    pub fn of_int_type(dtype: Dtype) -> Option<ConstantInterval> {
+        let (lo, hi) = dtype.int_range()?;
+        let clamp = |v: i128| v.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+        Some(ConstantInterval::new(clamp(lo), clamp(hi)))
     }
 
     /// Whether it holds no integer (`lo > hi`).
@@ -59,25 +66,31 @@ impl Interval {
     }
 
     /// The smallest interval holding both.
-    pub fn union(self, other: Interval) -> Interval {
+    pub fn union(self, other: ConstantInterval) -> ConstantInterval {
         if self.is_empty() {
             return other;
         }
         if other.is_empty() {
             return self;
         }
-        Interval::new(self.lo.min(other.lo), self.hi.max(other.hi))
+        ConstantInterval::new(self.lo.min(other.lo), self.hi.max(other.hi))
     }
 
     /// Whether every integer of `other` lies inside (an empty `other` always does).
-    pub fn contains(self, other: Interval) -> bool {
+    pub fn contains(self, other: ConstantInterval) -> bool {
         other.is_empty() || (self.lo <= other.lo && other.hi <= self.hi)
     }
 
+    /// Whether both ends of `lo..=hi`, given exactly (wider than `i64`, as arithmetic on two
+    /// intervals' ends may need), lie inside, so they convert to `i64` unchanged.
+    pub fn contains_exact(self, lo: i128, hi: i128) -> bool {
+        self.lo as i128 <= lo && hi <= self.hi as i128
+    }
+
     /// The hull of `f` applied to every pair of endpoints (exact for monotone `f`).
-    fn corners(self, other: Interval, f: impl Fn(i64, i64) -> i64) -> Interval {
+    fn corners(self, other: ConstantInterval, f: impl Fn(i64, i64) -> i64) -> ConstantInterval {
         if self.is_empty() || other.is_empty() {
-            return Interval::EMPTY;
+            return ConstantInterval::EMPTY;
         }
         let values = [
             f(self.lo, other.lo),
@@ -87,17 +100,17 @@ impl Interval {
         ];
         let lo = values.iter().copied().min().unwrap_or(i64::MIN);
         let hi = values.iter().copied().max().unwrap_or(i64::MAX);
-        Interval::new(lo, hi)
+        ConstantInterval::new(lo, hi)
     }
 }
 
 /// Bounds of an integer expression; `var` gives the interval of each pure, reduction or size
 /// variable (`None`: unknown, so anything of its type).
-pub fn bounds(e: &Expr, var: &dyn Fn(&Expr) -> Option<Interval>) -> Interval {
+pub fn bounds(e: &Expr, var: &dyn Fn(&Expr) -> Option<ConstantInterval>) -> ConstantInterval {
     let dtype = e.dtype();
     let raw = raw_bounds(e, var);
     // Arithmetic in a type wraps: an interval that leaves the type's range proves nothing.
-    let range = Interval::of_type(dtype);
+    let range = ConstantInterval::of_type(dtype);
     if range.contains(raw) {
         raw
     } else {
@@ -105,20 +118,22 @@ pub fn bounds(e: &Expr, var: &dyn Fn(&Expr) -> Option<Interval>) -> Interval {
     }
 }
 
-fn raw_bounds(e: &Expr, var: &dyn Fn(&Expr) -> Option<Interval>) -> Interval {
+fn raw_bounds(e: &Expr, var: &dyn Fn(&Expr) -> Option<ConstantInterval>) -> ConstantInterval {
     let of = |x: &Expr| bounds(x, var);
     match e {
-        Expr::Const(v) => v.as_i64().map_or(Interval::EVERYTHING, Interval::point),
+        Expr::Const(v) => v
+            .as_i64()
+            .map_or(ConstantInterval::EVERYTHING, ConstantInterval::point),
         Expr::Var(_) | Expr::RVar(_) | Expr::Size(_) => {
-            var(e).unwrap_or(Interval::of_type(Dtype::I32))
+            var(e).unwrap_or(ConstantInterval::of_type(Dtype::I32))
         }
-        Expr::Param(_, t) => var(e).unwrap_or(Interval::of_type(*t)),
+        Expr::Param(_, t) => var(e).unwrap_or(ConstantInterval::of_type(*t)),
         Expr::Neg(a) => {
             let a = of(a);
             if a.is_empty() {
                 a
             } else {
-                Interval::new(a.hi.saturating_neg(), a.lo.saturating_neg())
+                ConstantInterval::new(a.hi.saturating_neg(), a.lo.saturating_neg())
             }
         }
         Expr::Binary(op, a, b) if !op.is_comparison() && !op.is_logical() => {
@@ -127,11 +142,11 @@ fn raw_bounds(e: &Expr, var: &dyn Fn(&Expr) -> Option<Interval>) -> Interval {
         Expr::Select(_, t, f) => of(t).union(of(f)),
         Expr::Cast(to, a) if to.is_int() && a.dtype().is_int() => of(a),
         Expr::Intrinsic(f, args) => intrinsic_bounds(*f, args, &of),
-        _ => Interval::of_type(e.dtype()),
+        _ => ConstantInterval::of_type(e.dtype()),
     }
 }
 
-fn binary_bounds(op: BinOp, a: Interval, b: Interval) -> Interval {
+fn binary_bounds(op: BinOp, a: ConstantInterval, b: ConstantInterval) -> ConstantInterval {
     match op {
         BinOp::Add => a.corners(b, i64::saturating_add),
         BinOp::Sub => a.corners(b, i64::saturating_sub),
@@ -141,28 +156,32 @@ fn binary_bounds(op: BinOp, a: Interval, b: Interval) -> Interval {
             // Division by zero gives 0; otherwise |a / b| <= |a|.
             let m = a.lo.saturating_abs().max(a.hi.saturating_abs());
             if a.is_empty() || b.is_empty() {
-                Interval::EMPTY
+                ConstantInterval::EMPTY
             } else {
-                Interval::new(-m, m)
+                ConstantInterval::new(-m, m)
             }
         }
         BinOp::Mod => {
             let m = b.lo.saturating_abs().max(b.hi.saturating_abs());
             if a.is_empty() || b.is_empty() {
-                Interval::EMPTY
+                ConstantInterval::EMPTY
             } else if b.lo == b.hi && b.lo > 0 && a.lo >= 0 && a.hi < b.lo {
                 a
             } else {
-                Interval::new(0, (m - 1).max(0))
+                ConstantInterval::new(0, (m - 1).max(0))
             }
         }
-        _ => Interval::new(0, 1),
+        _ => ConstantInterval::new(0, 1),
     }
 }
 
-fn intrinsic_bounds(f: Intrinsic, args: &[Expr], of: &dyn Fn(&Expr) -> Interval) -> Interval {
-    let min = |a: Interval, b: Interval| a.corners(b, i64::min);
-    let max = |a: Interval, b: Interval| a.corners(b, i64::max);
+fn intrinsic_bounds(
+    f: Intrinsic,
+    args: &[Expr],
+    of: &dyn Fn(&Expr) -> ConstantInterval,
+) -> ConstantInterval {
+    let min = |a: ConstantInterval, b: ConstantInterval| a.corners(b, i64::min);
+    let max = |a: ConstantInterval, b: ConstantInterval| a.corners(b, i64::max);
     match (f, args) {
         (Intrinsic::Min, [a, b]) => min(of(a), of(b)),
         (Intrinsic::Max, [a, b]) => max(of(a), of(b)),
@@ -175,10 +194,10 @@ fn intrinsic_bounds(f: Intrinsic, args: &[Expr], of: &dyn Fn(&Expr) -> Interval)
                 a
             } else {
                 let m = a.lo.saturating_abs().max(a.hi.saturating_abs());
-                Interval::new(if a.hi < 0 { a.hi.saturating_abs() } else { 0 }, m)
+                ConstantInterval::new(if a.hi < 0 { a.hi.saturating_abs() } else { 0 }, m)
             }
         }
-        (_, [first, ..]) => Interval::of_type(first.dtype()),
-        _ => Interval::EVERYTHING,
+        (_, [first, ..]) => ConstantInterval::of_type(first.dtype()),
+        _ => ConstantInterval::EVERYTHING,
     }
 }

@@ -12,7 +12,7 @@
 //! `select` evaluates only the branch it picks.
 
 pub use crate::args::Args;
-use crate::bounds::{bounds, Interval};
+use crate::bounds::{bounds, ConstantInterval};
 use crate::buffer::Buffer;
 use crate::ir::*;
 use crate::signature::{check_inside_output, CallError, SizeExpr};
@@ -120,7 +120,7 @@ fn evaluate_here(pipeline: &Pipeline, args: &Args) -> EResult<(Buffer, Work)> {
 
 /// A function computed over a box: `values` in row-major order over `region`.
 struct Realized {
-    region: Vec<Interval>,
+    region: Vec<ConstantInterval>,
     values: Vec<Value>,
 }
 
@@ -174,11 +174,15 @@ impl<'a> Evaluator<'a> {
     /// The interval of a reduction variable's domain, given the intervals of the variables
     /// around it (`env`): exact for bounds of sizes, the hull over `env` for bounds that read
     /// variables (a triangular domain's), empty where a variable they read has no value.
-    fn rvar_interval(&self, rvar: &'a RVar, env: &[(String, Interval)]) -> EResult<Interval> {
+    fn rvar_interval(
+        &self,
+        rvar: &'a RVar,
+        env: &[(String, ConstantInterval)],
+    ) -> EResult<ConstantInterval> {
         if !rvar.lo.reads_vars() && !rvar.hi.reads_vars() {
             let lo = self.size_expr(&rvar.lo)?;
             let hi = self.size_expr(&rvar.hi)?;
-            return Ok(Interval::new(lo, hi.saturating_sub(1)));
+            return Ok(ConstantInterval::new(lo, hi.saturating_sub(1)));
         }
         let mut unbound = false;
         for bound in [&rvar.lo, &rvar.hi] {
@@ -189,12 +193,12 @@ impl<'a> Evaluator<'a> {
             });
         }
         if unbound {
-            return Ok(Interval::EMPTY);
+            return Ok(ConstantInterval::EMPTY);
         }
         let lookup = |e: &Expr| self.interval_of(env, e);
         let lo = bounds(&rvar.lo, &lookup);
         let hi = bounds(&rvar.hi, &lookup);
-        Ok(Interval::new(lo.lo, hi.hi.saturating_sub(1)))
+        Ok(ConstantInterval::new(lo.lo, hi.hi.saturating_sub(1)))
     }
 
     /// Adds a domain's reduction variables whose bounds read variables to `dependent`; returns
@@ -215,7 +219,7 @@ impl<'a> Evaluator<'a> {
     /// the extreme (innermost first), so correlated terms cancel (`s - r` is `0..N - 1`, where
     /// the hulls of `s` and `r` alone give `-(N - 1)..N - 1`). Where such a variable's range is
     /// empty the substituted value only widens the interval, never narrows it.
-    fn index_bounds(&self, e: &Expr, env: &[(String, Interval)]) -> Interval {
+    fn index_bounds(&self, e: &Expr, env: &[(String, ConstantInterval)]) -> ConstantInterval {
         let dependent = self.dependent.borrow().clone();
         self.index_bounds_over(e, env, &dependent)
     }
@@ -223,9 +227,9 @@ impl<'a> Evaluator<'a> {
     fn index_bounds_over(
         &self,
         e: &Expr,
-        env: &[(String, Interval)],
+        env: &[(String, ConstantInterval)],
         dependent: &[&'a RVar],
-    ) -> Interval {
+    ) -> ConstantInterval {
         let hull = || self.affine_bounds(e, env);
         let Some(at) = (dependent.iter()).rposition(|r| reads_rvar(e, &r.name)) else {
             return hull();
@@ -245,18 +249,18 @@ impl<'a> Evaluator<'a> {
         } else {
             (at_last, at_lo)
         };
-        let exact = Interval::new(
+        let exact = ConstantInterval::new(
             self.index_bounds_over(&at_min, env, rest).lo,
             self.index_bounds_over(&at_max, env, rest).hi,
         );
         // Never wider than the hull (an empty range of `s` may give a wider one).
         let hull = hull();
-        Interval::new(exact.lo.max(hull.lo), exact.hi.min(hull.hi))
+        ConstantInterval::new(exact.lo.max(hull.lo), exact.hi.min(hull.hi))
     }
 
     /// The interval of `e` over `env`, each variable's terms collected first where `e` is
     /// affine (so `r - r` is `0`), else by intervals alone.
-    fn affine_bounds(&self, e: &Expr, env: &[(String, Interval)]) -> Interval {
+    fn affine_bounds(&self, e: &Expr, env: &[(String, ConstantInterval)]) -> ConstantInterval {
         let hull = || bounds(e, &|x| self.interval_of(env, x));
         let mut terms = Vec::new();
         let mut rest = Vec::new();
@@ -271,7 +275,7 @@ impl<'a> Evaluator<'a> {
             }
         }
         let (mut lo, mut hi) = (0i64, 0i64);
-        let mut add = |i: Interval, c: i64| {
+        let mut add = |i: ConstantInterval, c: i64| {
             let (a, b) = (i.lo.saturating_mul(c), i.hi.saturating_mul(c));
             lo = lo.saturating_add(a.min(b));
             hi = hi.saturating_add(a.max(b));
@@ -290,7 +294,7 @@ impl<'a> Evaluator<'a> {
             return hull();
         }
         let hull = hull();
-        Interval::new(lo.max(hull.lo), hi.min(hull.hi))
+        ConstantInterval::new(lo.max(hull.lo), hi.min(hull.hi))
     }
 
     /// One bound of a reduction variable at a point: exact for sizes, else in `scope`.
@@ -311,9 +315,12 @@ impl<'a> Evaluator<'a> {
     }
 
     /// The region to compute of every function the output needs, consumers before producers.
-    fn regions(&self, extents: &[i64]) -> EResult<HashMap<String, Vec<Interval>>> {
-        let mut required: HashMap<String, Vec<Interval>> = HashMap::new();
-        let out_region = extents.iter().map(|&e| Interval::new(0, e - 1)).collect();
+    fn regions(&self, extents: &[i64]) -> EResult<HashMap<String, Vec<ConstantInterval>>> {
+        let mut required: HashMap<String, Vec<ConstantInterval>> = HashMap::new();
+        let out_region = extents
+            .iter()
+            .map(|&e| ConstantInterval::new(0, e - 1))
+            .collect();
         required.insert(self.pipeline.output.name.clone(), out_region);
         let mut regions = HashMap::new();
         for func in self.pipeline.topo_order().into_iter().rev() {
@@ -329,11 +336,11 @@ impl<'a> Evaluator<'a> {
             let region = self.region_with_updates(func, needed)?;
             let calls = self.calls_of(func, &region)?;
             let reads_something =
-                |(_, b): &(String, Vec<Interval>)| !b.iter().any(|i| i.is_empty());
+                |(_, b): &(String, Vec<ConstantInterval>)| !b.iter().any(|i| i.is_empty());
             for (callee, boxes) in calls.into_iter().filter(reads_something) {
                 let entry = required
                     .entry(callee)
-                    .or_insert_with(|| vec![Interval::EMPTY; boxes.len()]);
+                    .or_insert_with(|| vec![ConstantInterval::EMPTY; boxes.len()]);
                 for (dim, b) in entry.iter_mut().zip(boxes) {
                     *dim = dim.union(b);
                 }
@@ -346,9 +353,9 @@ impl<'a> Evaluator<'a> {
     /// The output is computed over its extents only: an update touching it elsewhere (reading
     /// `out(r - 1, x)` at `r = 0`) is an error, as it is for compiled code, which checks the box
     /// each update writes and reads of the output (its target and its reads together).
-    fn check_output_updates(&self, func: &'a Func, extents: &[Interval]) -> EResult<()> {
+    fn check_output_updates(&self, func: &'a Func, extents: &[ConstantInterval]) -> EResult<()> {
         for update in &func.updates {
-            let mut touched = vec![Interval::EMPTY; extents.len()];
+            let mut touched = vec![ConstantInterval::EMPTY; extents.len()];
             for boxes in self.update_touches(func, update, extents)? {
                 for (dim, b) in touched.iter_mut().zip(boxes) {
                     *dim = dim.union(b);
@@ -366,8 +373,8 @@ impl<'a> Evaluator<'a> {
     fn region_with_updates(
         &self,
         func: &'a Func,
-        mut region: Vec<Interval>,
-    ) -> EResult<Vec<Interval>> {
+        mut region: Vec<ConstantInterval>,
+    ) -> EResult<Vec<ConstantInterval>> {
         for _ in 0..8 {
             let mut grown = region.clone();
             for update in &func.updates {
@@ -391,8 +398,8 @@ impl<'a> Evaluator<'a> {
         &self,
         func: &'a Func,
         update: &'a Update,
-        region: &[Interval],
-    ) -> EResult<Vec<Vec<Interval>>> {
+        region: &[ConstantInterval],
+    ) -> EResult<Vec<Vec<ConstantInterval>>> {
         let mut env = self.update_intervals(func, update, region)?;
         if runs_nothing(func, update, &env) {
             return Ok(Vec::new());
@@ -423,9 +430,9 @@ impl<'a> Evaluator<'a> {
         &self,
         func: &'a Func,
         update: &'a Update,
-        region: &[Interval],
-    ) -> EResult<Vec<(String, Interval)>> {
-        let mut env: Vec<(String, Interval)> = func
+        region: &[ConstantInterval],
+    ) -> EResult<Vec<(String, ConstantInterval)>> {
+        let mut env: Vec<(String, ConstantInterval)> = func
             .vars
             .iter()
             .zip(region)
@@ -438,15 +445,19 @@ impl<'a> Evaluator<'a> {
         Ok(env)
     }
 
-    fn interval_of(&self, env: &[(String, Interval)], e: &Expr) -> Option<Interval> {
+    fn interval_of(
+        &self,
+        env: &[(String, ConstantInterval)],
+        e: &Expr,
+    ) -> Option<ConstantInterval> {
         match e {
             Expr::Var(name) | Expr::RVar(name) => {
                 env.iter().rev().find(|(n, _)| n == name).map(|(_, i)| *i)
             }
-            Expr::Size(name) => self.sizes.get(name).map(|&v| Interval::point(v)),
+            Expr::Size(name) => self.sizes.get(name).map(|&v| ConstantInterval::point(v)),
             Expr::Param(name, _) => (self.args.scalars.get(name))
                 .and_then(|v| v.as_i64())
-                .map(Interval::point),
+                .map(ConstantInterval::point),
             _ => None,
         }
     }
@@ -457,10 +468,10 @@ impl<'a> Evaluator<'a> {
     fn calls_of(
         &self,
         func: &'a Func,
-        region: &[Interval],
-    ) -> EResult<Vec<(String, Vec<Interval>)>> {
+        region: &[ConstantInterval],
+    ) -> EResult<Vec<(String, Vec<ConstantInterval>)>> {
         let mut calls = Vec::new();
-        let mut env: Vec<(String, Interval)> = func
+        let mut env: Vec<(String, ConstantInterval)> = func
             .vars
             .iter()
             .cloned()
@@ -488,8 +499,8 @@ impl<'a> Evaluator<'a> {
     fn collect_calls(
         &self,
         e: &'a Expr,
-        env: &mut Vec<(String, Interval)>,
-        out: &mut Vec<(String, Vec<Interval>)>,
+        env: &mut Vec<(String, ConstantInterval)>,
+        out: &mut Vec<(String, Vec<ConstantInterval>)>,
     ) -> EResult<()> {
         match e {
             Expr::Call(call) => {
@@ -540,7 +551,7 @@ impl<'a> Evaluator<'a> {
     }
 
     /// Computes `func` over `region`: the pure definition at every point, then each update.
-    fn realize(&mut self, func: &'a Func, region: &[Interval]) -> EResult<()> {
+    fn realize(&mut self, func: &'a Func, region: &[ConstantInterval]) -> EResult<()> {
         let extents: Vec<i64> = region.iter().map(|r| r.len() as i64).collect();
         let elements = extents.iter().product::<i64>().max(0) as usize;
         let mut values = Vec::new();
@@ -579,7 +590,7 @@ impl<'a> Evaluator<'a> {
         &mut self,
         func: &'a Func,
         update: &'a Update,
-        region: &[Interval],
+        region: &[ConstantInterval],
     ) -> EResult<()> {
         let mut loops: Vec<NestLoop<'a>> = Vec::new();
         for ((var, arg), r) in func.vars.iter().zip(&update.args).zip(region) {
@@ -993,7 +1004,7 @@ impl<'a> Nest<'a> {
 
 /// Whether an update's loops (its pure variables bare in the target, its reduction variables)
 /// run zero times over `env`: then it touches and reads nothing (`run_update` runs no point).
-fn runs_nothing(func: &Func, update: &Update, env: &[(String, Interval)]) -> bool {
+fn runs_nothing(func: &Func, update: &Update, env: &[(String, ConstantInterval)]) -> bool {
     let empty = |name: &str| env.iter().any(|(n, i)| n == name && i.is_empty());
     let bare_pure = func
         .vars
@@ -1049,7 +1060,7 @@ fn apply_boundary(b: &Boundary, i: i64, extent: i64) -> i64 {
     }
 }
 
-fn check_region_size(func: &str, region: &[Interval]) -> EResult<()> {
+fn check_region_size(func: &str, region: &[ConstantInterval]) -> EResult<()> {
     let mut elements: u64 = 1;
     for (dim, r) in region.iter().enumerate() {
         elements = elements.saturating_mul(r.len());

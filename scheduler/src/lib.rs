@@ -51,6 +51,7 @@ pub mod interp;
 pub mod ir;
 mod ir_print;
 pub mod lower;
+mod scope;
 mod signature;
 pub(crate) mod simplify;
 pub mod warnings;

@@ -70,32 +70,8 @@ fn both(a: &Option<Expr>, b: &Option<Expr>, f: impl Fn(Expr, Expr) -> Expr) -> O
     Some(f(a.clone()?, b.clone()?))
 }
 
-/// Intervals of the variables in scope, innermost last.
-#[derive(Clone, Debug, Default)]
-pub struct Scope {
-    vars: Vec<(String, Interval)>,
-}
-
-impl Scope {
-    /// Binds `name` to `interval`, innermost.
-    pub fn push(&mut self, name: &str, interval: Interval) {
-        self.vars.push((name.to_string(), interval));
-    }
-
-    /// Unbinds the innermost variable.
-    pub fn pop(&mut self) {
-        self.vars.pop();
-    }
-
-    /// The interval of `name` (its innermost binding), if it is bound.
-    pub fn get(&self, name: &str) -> Option<&Interval> {
-        self.vars
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, i)| i)
-    }
-}
+/// The interval of each variable in scope, innermost last.
+pub(crate) type Scope = crate::scope::Scope<Interval>;
 
 /// The interval of an integer expression under `scope`.
 pub fn bounds(e: &Expr, scope: &Scope) -> Interval {

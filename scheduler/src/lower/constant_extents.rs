@@ -32,7 +32,7 @@ use crate::schedule::loops::{max_lanes, DeferredExtent};
 use crate::schedule::validate::{
     check_unrolled_copies, stage_ref, FuncPlan, Plan, Rule, ScheduleError,
 };
-use crate::simplify::{bounds, loop_interval, simplify_expr_with_bounds, Interval, Scope};
+use crate::simplify::{bounds, loop_interval, simplify_expr_with_bounds, ConstantInterval, Scope};
 use std::collections::{BTreeMap, HashMap};
 use strata_dsl::signature::MAX_EXTENT;
 use strata_dsl::Pipeline;
@@ -84,7 +84,7 @@ fn deferred_loops<'a>(pipeline: &Pipeline, plan: &'a Plan) -> HashMap<String, De
 fn sizes_scope(pipeline: &Pipeline) -> Scope {
     let mut scope = Scope::new();
     for size in pipeline.size_vars() {
-        scope.push(&size, Some(Interval::new(0, MAX_EXTENT)));
+        scope.push(&size, Some(ConstantInterval::new(0, MAX_EXTENT)));
     }
     scope
 }

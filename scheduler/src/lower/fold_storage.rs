@@ -39,7 +39,7 @@ use crate::ir::{Expr, ForKind, Range, Stmt};
 use crate::schedule::loops::MAX_SPLIT_FACTOR;
 use crate::schedule::validate::{Plan, Rule, ScheduleError};
 use crate::schedule::StageRef;
-use crate::simplify::{bounds, loop_interval, simplify_expr_with_bounds, Interval, Scope};
+use crate::simplify::{bounds, loop_interval, simplify_expr_with_bounds, ConstantInterval, Scope};
 use std::collections::HashMap;
 use strata_dsl::signature::MAX_EXTENT;
 use strata_dsl::{BinOp, Intrinsic, Pipeline};
@@ -76,7 +76,8 @@ pub fn fold_storage(s: &Stmt, pipeline: &Pipeline, plan: &Plan) -> Result<Stmt, 
         sites: HashMap::new(),
     };
     for size in pipeline.size_vars() {
-        walk.scope.push(&size, Some(Interval::new(0, MAX_EXTENT)));
+        walk.scope
+            .push(&size, Some(ConstantInterval::new(0, MAX_EXTENT)));
     }
     walk.visit(s);
     let folds = decide(&walk.sites, plan)?;

@@ -8,67 +8,23 @@
 use super::ty::ty_of;
 use crate::ir::{Expr, ReduceOp, UnOp};
 use std::rc::Rc;
+use strata_dsl::bounds::ConstantInterval;
 use strata_dsl::{BinOp, Dtype, Intrinsic};
 
-/// A closed, non-empty interval `lo..=hi`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Interval {
-    /// The least value.
-    pub lo: i64,
-    /// The greatest value.
-    pub hi: i64,
-}
-
-impl Interval {
-    /// The interval `lo..=hi` (the caller keeps `lo <= hi`).
-    pub fn new(lo: i64, hi: i64) -> Interval {
-        Interval { lo, hi }
-    }
-
-    /// The interval holding `v` alone.
-    pub fn point(v: i64) -> Interval {
-        Interval { lo: v, hi: v }
-    }
-
-    /// Every value of an integer or bool type; `None` for floats.
-    pub fn of_type(dtype: Dtype) -> Option<Interval> {
-        let (lo, hi) = dtype.int_range()?;
-        Some(Interval::new(lo as i64, hi as i64))
-    }
-
-    /// Whether `lo..=hi` lies inside this interval.
-    pub fn contains(self, lo: i128, hi: i128) -> bool {
-        self.lo as i128 <= lo && hi <= self.hi as i128
-    }
-}
-
-/// The interval of each variable in scope, innermost last. `None` records a variable whose
-/// values are unknown, so that it shadows an outer variable of the same name.
-///
-/// The simplifier takes a copy of the scope at every `let` and statement it enters, and an
-/// app-sized pipeline has hundreds of region lets in scope: a copy shares each binding's name
-/// and value (cloning them was a fifth of the time lowering a local Laplacian took), and a
-/// lookup compares a hash of the name before the name (walking hundreds of bindings per
-/// variable was another fifth).
+/// The interval of each variable in scope, innermost last, and the value of a let where
+/// recorded. A `None` interval records a variable whose values are unknown, so that it shadows
+/// an outer variable of the same name.
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
-    bindings: Vec<Binding>,
+    names: crate::scope::Scope<Known>,
 }
 
+/// What the simplifier knows of one variable.
 #[derive(Clone, Debug)]
-struct Binding {
-    hash: u64,
-    name: Rc<str>,
-    interval: Option<Interval>,
-    /// The value of a let-bound variable, where recorded.
+struct Known {
+    interval: Option<ConstantInterval>,
+    /// The value of a let-bound variable, where recorded (shared by the scope's copies).
     value: Option<Rc<Expr>>,
-}
-
-fn name_hash(name: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    name.hash(&mut h);
-    h.finish()
 }
 
 impl Scope {
@@ -79,59 +35,44 @@ impl Scope {
 
     /// Binds a variable (a loop's, or a let's whose value is not recorded) to its interval, innermost;
     /// `None` when its values are unknown.
-    pub fn push(&mut self, name: &str, interval: Option<Interval>) {
-        self.bind(name, interval, None);
+    pub fn push(&mut self, name: &str, interval: Option<ConstantInterval>) {
+        self.names.push(
+            name,
+            Known {
+                interval,
+                value: None,
+            },
+        );
     }
 
     /// Binds a let: its interval and its value, which rules may substitute (see `let_value`).
-    pub fn push_let(&mut self, name: &str, interval: Option<Interval>, value: &Expr) {
-        self.bind(name, interval, Some(Rc::new(value.clone())));
-    }
-
-    fn bind(&mut self, name: &str, interval: Option<Interval>, value: Option<Rc<Expr>>) {
-        self.bindings.push(Binding {
-            hash: name_hash(name),
-            name: name.into(),
-            interval,
-            value,
-        });
-    }
-
-    /// The position of the innermost binding of `name`.
-    fn position(&self, name: &str) -> Option<usize> {
-        let hash = name_hash(name);
-        self.bindings
-            .iter()
-            .rposition(|b| b.hash == hash && &*b.name == name)
+    pub fn push_let(&mut self, name: &str, interval: Option<ConstantInterval>, value: &Expr) {
+        let value = Some(Rc::new(value.clone()));
+        self.names.push(name, Known { interval, value });
     }
 
     /// The value of the innermost binding of `name` when it is a let whose variables still
     /// mean here what they meant at the let (none was rebound since).
     pub fn let_value(&self, name: &str) -> Option<&Expr> {
-        let at = self.position(name)?;
-        let value = self.bindings[at].value.as_deref()?;
-        let inner = &self.bindings[at + 1..];
-        let mut rebound = false;
+        let (known, rebound) = self.names.get_with_rebound(name)?;
+        let value = known.value.as_deref()?;
+        let mut any = false;
         value.for_each(&mut |e| {
             if let Expr::Var(v, _) = e {
-                if !rebound && !inner.is_empty() {
-                    let hash = name_hash(v);
-                    rebound = inner.iter().any(|b| b.hash == hash && &*b.name == v);
-                }
+                any = any || rebound(v);
             }
         });
-        (!rebound).then_some(value)
+        (!any).then_some(value)
     }
 
     /// Unbinds the innermost variable.
     pub fn pop(&mut self) {
-        self.bindings.pop();
+        self.names.pop();
     }
 
     /// The interval of the innermost variable called `name`, if known.
-    pub fn get(&self, name: &str) -> Option<Interval> {
-        self.position(name)
-            .and_then(|at| self.bindings[at].interval)
+    pub fn get(&self, name: &str) -> Option<ConstantInterval> {
+        self.names.get(name).and_then(|known| known.interval)
     }
 }
 
@@ -140,16 +81,18 @@ type Raw = (i128, i128);
 
 /// An interval holding every value of the integer or bool expression `e` (every lane of a
 /// vector); `None` for floats.
-pub fn bounds(e: &Expr, scope: &Scope) -> Option<Interval> {
+pub fn bounds(e: &Expr, scope: &Scope) -> Option<ConstantInterval> {
     typed_bounds(e, ty_of(e).dtype, scope)
 }
 
 /// [`bounds`] of an `e` known to have element type `dtype` (passed down, so that finding types
 /// does not walk the expression again at every level).
-fn typed_bounds(e: &Expr, dtype: Dtype, scope: &Scope) -> Option<Interval> {
-    let range = Interval::of_type(dtype)?;
+fn typed_bounds(e: &Expr, dtype: Dtype, scope: &Scope) -> Option<ConstantInterval> {
+    let range = ConstantInterval::of_int_type(dtype)?;
     match raw(e, dtype, scope) {
-        Some((lo, hi)) if range.contains(lo, hi) => Some(Interval::new(lo as i64, hi as i64)),
+        Some((lo, hi)) if range.contains_exact(lo, hi) => {
+            Some(ConstantInterval::new(lo as i64, hi as i64))
+        }
         _ => Some(range),
     }
 }
@@ -195,7 +138,7 @@ fn raw(e: &Expr, dtype: Dtype, scope: &Scope) -> Option<Raw> {
     }
 }
 
-fn of_interval(i: Interval) -> Option<Raw> {
+fn of_interval(i: ConstantInterval) -> Option<Raw> {
     Some((i.lo as i128, i.hi as i128))
 }
 

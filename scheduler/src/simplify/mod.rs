@@ -48,7 +48,8 @@ pub(crate) use subst::{free_vars, subst_stmt};
 pub use cse::cse;
 pub use cse::remove_dead_lets;
 pub use hoist::hoist_loop_invariants;
-pub use interval::{bounds, Interval, Scope};
+pub use interval::{bounds, Scope};
+pub use strata_dsl::bounds::ConstantInterval;
 
 use crate::ir::{Expr, Stmt};
 use renames::Renames;
@@ -257,10 +258,10 @@ fn simplify_let_value(
 
 /// The values of a loop variable: `min..min + extent`, when both have bounds and the loop
 /// can run. Loop variables are `i32`.
-pub(crate) fn loop_interval(min: &Expr, extent: &Expr, scope: &Scope) -> Option<Interval> {
+pub(crate) fn loop_interval(min: &Expr, extent: &Expr, scope: &Scope) -> Option<ConstantInterval> {
     let (m, n) = (bounds(min, scope)?, bounds(extent, scope)?);
     let hi = (m.hi as i128 + n.hi as i128 - 1).min(i32::MAX as i128);
-    (n.hi >= 1).then(|| Interval::new(m.lo.max(i32::MIN as i64), hi as i64))
+    (n.hi >= 1).then(|| ConstantInterval::new(m.lo.max(i32::MIN as i64), hi as i64))
 }
 
 fn simplify_if(

@@ -7,7 +7,7 @@ use crate::interp::{eval_expr, interpret, VValue};
 use crate::ir::{BufferArg, UnOp};
 use crate::simplify::{
     cse, rule_names, simplify, simplify_expr, simplify_expr_traced, simplify_expr_with_bounds,
-    Interval, Scope,
+    ConstantInterval, Scope,
 };
 use crate::{Expr, ForKind, LoweredKernel, Stmt, Type};
 use proptest::prelude::*;
@@ -458,14 +458,14 @@ fn split_division_needs_a_bounded_outer_variable() {
     let e = div(add(mul(var("xo"), int(8)), var("xi")), int(8));
     let m = rem(add(mul(var("xo"), int(8)), var("xi")), int(8));
     let mut scope = Scope::new();
-    scope.push("xi", Some(Interval::new(0, 7)));
+    scope.push("xi", Some(ConstantInterval::new(0, 7)));
     // xo unknown: xo * 8 may wrap, which changes the quotient but not the remainder mod 8.
     assert_same(&simplify_expr_with_bounds(&e, &scope), &e, &e);
     assert_same(&simplify_expr_with_bounds(&m, &scope), &var("xi"), &m);
-    scope.push("xo", Some(Interval::new(0, 1000)));
+    scope.push("xo", Some(ConstantInterval::new(0, 1000)));
     assert_same(&simplify_expr_with_bounds(&e, &scope), &var("xo"), &e);
     // xi may reach 8: no rewrite.
-    scope.push("xi", Some(Interval::new(0, 8)));
+    scope.push("xi", Some(ConstantInterval::new(0, 8)));
     assert_same(&simplify_expr_with_bounds(&e, &scope), &e, &e);
     assert_same(&simplify_expr_with_bounds(&m, &scope), &m, &m);
 }
@@ -473,7 +473,7 @@ fn split_division_needs_a_bounded_outer_variable() {
 #[test]
 fn min_and_comparisons_use_intervals() {
     let mut scope = Scope::new();
-    scope.push("i", Some(Interval::new(0, 7)));
+    scope.push("i", Some(ConstantInterval::new(0, 7)));
     let i = var("i");
     let cases = [
         (min(i.clone(), int(8)), i.clone()),
@@ -739,7 +739,7 @@ proptest! {
         let mut scope = Scope::new();
         let mut vars = HashMap::new();
         for (name, seed) in VARS.iter().zip(seeds) {
-            scope.push(name, Some(Interval::new(lo, lo + len - 1)));
+            scope.push(name, Some(ConstantInterval::new(lo, lo + len - 1)));
             let v = lo + (seed % len as u64) as i64;
             vars.insert(name.to_string(), VValue::scalar(Value::I32(v as i32)));
         }

@@ -5,7 +5,8 @@
 use super::{bin, cst, dtype, fold, fold_binary, int_cst, int_like, is_float, is_float_k};
 use super::{is_int, is_int_k, konst, lanes, mk, rule, same, Rule};
 use crate::ir::{Expr, UnOp};
-use crate::simplify::interval::{bounds, Interval, Scope};
+use crate::simplify::interval::{bounds, Scope};
+use strata_dsl::bounds::ConstantInterval;
 use strata_dsl::BinOp;
 
 pub(super) const RULES: &[Rule] = &[
@@ -125,14 +126,14 @@ fn split_terms(n: &Expr, c: i64) -> Option<(&Expr, Option<&Expr>)> {
 
 fn split<'a>(n: &'a Expr, c: i64, scope: &Scope) -> Option<Split<'a>> {
     let (x, y) = split_terms(n, c)?;
-    let yb = y.map_or(Some(Interval::point(0)), |y| bounds(y, scope))?;
+    let yb = y.map_or(Some(ConstantInterval::point(0)), |y| bounds(y, scope))?;
     if yb.lo < 0 || yb.hi >= c {
         return None;
     }
     let xb = bounds(x, scope)?;
-    let range = Interval::of_type(dtype(n))?;
+    let range = ConstantInterval::of_int_type(dtype(n))?;
     let (c, y_hi) = (c as i128, yb.hi as i128);
-    let exact = range.contains(xb.lo as i128 * c, xb.hi as i128 * c + y_hi);
+    let exact = range.contains_exact(xb.lo as i128 * c, xb.hi as i128 * c + y_hi);
     Some(Split { x, y, exact })
 }
 
