@@ -67,6 +67,87 @@ impl Plan {
     pub fn pipeline(&self) -> &Pipeline {
         &self.lifted.pipeline
     }
+
+    /// Where `name` can be computed inside: its consumer's stage when it has one; with
+    /// several (a softmax's exponentials feed the sum and the output), the nearest stage every
+    /// consumer is computed within, following their placements. `None` when nothing reads
+    /// `name` or the consumers share no stage.
+    pub fn host(&self, name: &str) -> Option<Host> {
+        let consumers = effective_consumers(self.pipeline(), &self.funcs, name);
+        let chains: Vec<Vec<Enclosing>> = consumers
+            .iter()
+            .map(|(f, s)| self.enclosing_stages(f, *s))
+            .collect();
+        let shared = |e: &&Enclosing| {
+            let same = |c: &Enclosing| c.func == e.func && c.stage == e.stage;
+            chains.iter().all(|chain| chain.iter().any(same))
+        };
+        let host = chains.first()?.iter().find(shared)?;
+        let dims = &self.funcs.get(&host.func)?.stages.get(host.stage)?.dims;
+        let enclosing_loops = chains
+            .iter()
+            .filter_map(|c| {
+                c.iter()
+                    .find(|e| e.func == host.func && e.stage == host.stage)
+            })
+            .map(|e| match &e.entered_by {
+                Some(var) => dims
+                    .iter()
+                    .position(|d| &d.name == var)
+                    .map_or(0, |p| p + 1),
+                None => dims.len(),
+            })
+            .min()?;
+        Some(Host {
+            func: host.func.clone(),
+            stage: host.stage,
+            enclosing_loops,
+        })
+    }
+
+    /// `(func, stage)` and then each stage it is computed inside, outward, with the loop
+    /// through which the nest is entered there.
+    fn enclosing_stages(&self, func: &str, stage: usize) -> Vec<Enclosing> {
+        let mut chain = vec![Enclosing {
+            func: func.to_string(),
+            stage,
+            entered_by: None,
+        }];
+        let mut current = func;
+        while let Some(Placement::At { func, stage, var }) =
+            self.funcs.get(current).map(|p| &p.compute)
+        {
+            if chain.iter().any(|e| &e.func == func) {
+                break; // defensive: placements never form a cycle in a validated plan
+            }
+            chain.push(Enclosing {
+                func: func.clone(),
+                stage: *stage,
+                entered_by: Some(var.clone()),
+            });
+            current = func;
+        }
+        chain
+    }
+}
+
+/// The stage a producer can be computed inside ([`Plan::host`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Host {
+    /// The function.
+    pub func: String,
+    /// Its stage: 0 the pure definition, `i + 1` update `i`.
+    pub stage: usize,
+    /// How many of that stage's loops, outermost first, enclose every consumer.
+    pub enclosing_loops: usize,
+}
+
+/// A stage a consumer is computed within, and the loop of it the consumer's nest is in
+/// (`None` for the consumer's own stage).
+struct Enclosing {
+    func: String,
+    stage: usize,
+    entered_by: Option<String>,
 }
 
 /// The (function, stage) pairs that read `name`, looking through inlined functions.

@@ -17,12 +17,12 @@
 use rand::seq::IndexedRandom;
 use rand::Rng;
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use strata_dsl::ir::{Expr, InputKind, Pipeline, Update, UpdateOp};
 use strata_dsl::{BinOp, Dtype};
 use strata_jit::Backend;
 use strata_schedule::lift_reductions::{lift_reductions, Lifted};
-use strata_schedule::plan::{effective_consumers, FuncPlan, Placement};
+use strata_schedule::plan::Placement;
 use strata_schedule::validate::validate;
 use strata_schedule::{rfactor, Directive, LoopLevel, Schedule, StageRef};
 use strata_scheduler::lower::limits::check_limits_within;
@@ -541,7 +541,8 @@ impl Space {
             Place::At(depth) | Place::Slide(depth) => depth,
         };
         let plan = validate(&self.lifted, schedule).ok()?;
-        let (consumer, stage, limit) = host(&self.lifted, &plan.funcs, name)?;
+        let host = plan.host(name)?;
+        let (consumer, stage, limit) = (host.func, host.stage, host.enclosing_loops);
         let dims = &plan.funcs.get(&consumer)?.stages.get(stage)?.dims;
         let usable = dims
             .iter()
@@ -573,63 +574,6 @@ impl Space {
         };
         Some(vec![compute, store])
     }
-}
-
-/// Where `name` can be computed inside: its consumer's stage when it has one; with several (a
-/// softmax's exponentials feed the sum and the output), the nearest stage every consumer is
-/// computed within, following their placements. Also how many of that stage's loops (outermost
-/// first) enclose every consumer.
-fn host(
-    lifted: &Lifted,
-    funcs: &BTreeMap<String, FuncPlan>,
-    name: &str,
-) -> Option<(String, usize, usize)> {
-    let consumers = effective_consumers(&lifted.pipeline, funcs, name);
-    let chains: Vec<Vec<(String, usize, Option<String>)>> = consumers
-        .iter()
-        .map(|(f, s)| enclosing_stages(funcs, f, *s))
-        .collect();
-    let (func, stage, _) = chains
-        .first()?
-        .iter()
-        .find(|(f, s, _)| {
-            chains
-                .iter()
-                .all(|c| c.iter().any(|(g, t, _)| g == f && t == s))
-        })?
-        .clone();
-    let dims = &funcs.get(&func)?.stages.get(stage)?.dims;
-    let limit = chains
-        .iter()
-        .filter_map(|c| c.iter().find(|(g, t, _)| *g == func && *t == stage))
-        .map(|(_, _, entered)| match entered {
-            Some(var) => dims
-                .iter()
-                .position(|d| &d.name == var)
-                .map_or(0, |p| p + 1),
-            None => dims.len(),
-        })
-        .min()?;
-    Some((func, stage, limit))
-}
-
-/// `(func, stage)` and then each stage it is computed inside, outward, with the loop through
-/// which the nest is entered there.
-fn enclosing_stages(
-    funcs: &BTreeMap<String, FuncPlan>,
-    func: &str,
-    stage: usize,
-) -> Vec<(String, usize, Option<String>)> {
-    let mut chain = vec![(func.to_string(), stage, None)];
-    let mut current = func.to_string();
-    while let Some(Placement::At { func, stage, var }) = funcs.get(&current).map(|p| &p.compute) {
-        if chain.iter().any(|(f, ..)| f == func) {
-            break; // defensive: placements never form a cycle in a validated plan
-        }
-        chain.push((func.clone(), *stage, Some(var.clone())));
-        current = func.clone();
-    }
-    chain
 }
 
 /// A rule for one stage's loops, as the seeds apply it.
