@@ -12,7 +12,7 @@
 //! plans (`specialize::versions`: each function's placement, storage and final loops, for
 //! every version of the kernel), so a directive is dropped only where the schedule without it
 //! validates to equal plans, and the loop nest, the answer and the machine code cannot change
-//! (`scheduler/tests/canonical.rs` checks the lowered kernels agree on random schedules).
+//! (lowering's tests check that the lowered kernels agree on random schedules).
 //! Validation is cheap (no bounds inference), so the tuner can afford it for every candidate.
 //! Directives are tried last first (a later directive may name the loops an earlier one makes;
 //! once it is gone the earlier one may go too), until nothing more goes.

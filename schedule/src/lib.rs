@@ -1,5 +1,5 @@
-//! strata-schedule: the schedule language of strata, on its own so that lowering (the crate
-//! strata-scheduler) and the tuner depend on it and it on nothing but the kernel language.
+//! strata-schedule: the schedule language of strata, on its own so that lowering and the tuner
+//! depend on it and it on nothing but the kernel language.
 //! Its contract with lowering is [`plan::Plan`]: what `validate` makes of a pipeline and a
 //! schedule, every function's placement and loops.
 //!
