@@ -22,16 +22,24 @@ pub const RUNS_PER_SLICE: usize = 3;
 
 /// One side of a comparison, ready to time.
 pub struct Side {
-    /// `A` or `B`, as errors and reports name it.
-    pub label: &'static str,
+    /// `A` or `B` (or, for `strata explain`, the directive a variant lacks), as errors and
+    /// reports name it.
+    pub label: String,
     pub schedule: Schedule,
     kernel: CompiledKernel,
     output: Buffer,
 }
 
+impl Side {
+    /// The side's first answer.
+    pub fn output(&self) -> &Buffer {
+        &self.output
+    }
+}
+
 /// What one side measured.
 pub struct SideStats {
-    pub label: &'static str,
+    pub label: String,
     pub schedule: Schedule,
     /// `Some(true)` if the answer matched the reference, `None` unchecked.
     pub correct: Option<bool>,
@@ -59,7 +67,7 @@ impl Comparison {
 
 /// Compiles `schedule` for side `label`; an error says which side it is.
 pub fn side(
-    label: &'static str,
+    label: &str,
     pipeline: &Pipeline,
     schedule: Schedule,
     sizes: &Sizes,
@@ -72,7 +80,7 @@ pub fn side(
         .run(args, settings.threads)
         .map_err(|e| on_side(label, &format!("error: {e}")))?;
     Ok(Side {
-        label,
+        label: label.to_string(),
         schedule,
         kernel,
         output,
@@ -106,46 +114,67 @@ pub fn compare(
         [None, None]
     };
     let slice = settings.min_time / (2 * ROUNDS) as u32;
-    // The routine every measurement uses, without its warm-up: round 0 is the warm-up.
+    let timed = interleaved(&mut sides, args, settings.threads, ROUNDS, slice)?;
+    let [ta, tb]: [Timed; 2] = timed
+        .try_into()
+        .map_err(|_| "error: internal: not one timing per side".to_string())?;
+    let mut ratios: Vec<f64> = (ta.round_medians.iter().zip(&tb.round_medians))
+        .map(|(a, b)| seconds(*b) / seconds(*a))
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let [a, b] = sides;
+    let [ca, cb] = checks;
+    Ok(Comparison {
+        a: stats(a, ta.times, ca, settings.check),
+        b: stats(b, tb.times, cb, settings.check),
+        rounds: ROUNDS,
+        ratios,
+    })
+}
+
+/// What [`interleaved`] measured of one side.
+pub struct Timed {
+    /// Every counted run.
+    pub times: Vec<Duration>,
+    /// Each counted round's median.
+    pub round_medians: Vec<Duration>,
+}
+
+/// Times `sides` in `rounds` interleaved rounds after one more of warm-up (caches, the thread
+/// pool, the CPU's clock), each side running for `slice` (at least `RUNS_PER_SLICE` times)
+/// per round with the routine every measurement uses. The order rotates from round to round
+/// (A B, B A for two sides), so no side always runs on the cache another left.
+pub fn interleaved(
+    sides: &mut [Side],
+    args: &Args,
+    threads: usize,
+    rounds: usize,
+    slice: Duration,
+) -> Result<Vec<Timed>, String> {
+    // Round 0 is the warm-up: the routine's own warm-up is not needed.
     let timing = Timing {
         min_runs: RUNS_PER_SLICE,
         ..Timing::for_at_least(slice).without_warm_up()
     };
-    let mut times: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
-    let mut ratios = Vec::with_capacity(ROUNDS);
-    // Round 0 warms both up (caches, the thread pool, the CPU's clock) and is not counted.
-    for round in 0..=ROUNDS {
-        let mut medians = [Duration::ZERO; 2];
-        // A then B in even rounds, B then A in odd ones.
-        for i in [round % 2, 1 - round % 2] {
+    let n = sides.len();
+    let mut timed: Vec<Timed> = (0..n)
+        .map(|_| Timed {
+            times: Vec::new(),
+            round_medians: Vec::with_capacity(rounds),
+        })
+        .collect();
+    for round in 0..=rounds {
+        for i in (0..n).map(|k| (round + k) % n) {
             let side = &mut sides[i];
-            let runs = time_runs(
-                &side.kernel,
-                args,
-                &mut side.output,
-                settings.threads,
-                &timing,
-            )
-            .map_err(|e| on_side(side.label, &format!("error: {e}")))?;
-            medians[i] = runs.median();
+            let runs = time_runs(&side.kernel, args, &mut side.output, threads, &timing)
+                .map_err(|e| on_side(&side.label, &format!("error: {e}")))?;
             if round > 0 {
-                times[i].extend(runs.times());
+                timed[i].round_medians.push(runs.median());
+                timed[i].times.extend(runs.times());
             }
         }
-        if round > 0 {
-            ratios.push(seconds(medians[1]) / seconds(medians[0]));
-        }
     }
-    ratios.sort_by(f64::total_cmp);
-    let [a, b] = sides;
-    let [ta, tb] = times;
-    let [ca, cb] = checks;
-    Ok(Comparison {
-        a: stats(a, ta, ca, settings.check),
-        b: stats(b, tb, cb, settings.check),
-        rounds: ROUNDS,
-        ratios,
-    })
+    Ok(timed)
 }
 
 fn stats(side: Side, times: Vec<Duration>, mismatch: Option<String>, checked: bool) -> SideStats {

@@ -4,6 +4,7 @@
 
 mod cli;
 mod compare;
+mod explain;
 mod profile;
 mod run;
 mod tuning;

@@ -76,7 +76,7 @@ pub(crate) fn command(args: CompareArgs) -> Result<(), String> {
     let chosen = pick_kernel(&kernels, args.kernel.as_deref(), &args.file)?;
     let shape = shape_or_none(args.shape.as_deref())?;
     let (sizes, inputs, _) = run::prepare(chosen, &shape, &data, settings.seed)?;
-    let side = |label: &'static str, text: &str| {
+    let side = |label: &str, text: &str| {
         let schedule = resolve_schedule(Some(text), &db, chosen, &sizes, &inputs, &settings)
             .map_err(|e| compare::on_side(label, &e))?;
         compare::side(label, chosen, schedule, &sizes, &inputs, &settings)

@@ -7,6 +7,7 @@ mod check;
 mod common;
 mod compare;
 mod db;
+mod explain;
 mod lower;
 mod report;
 mod roofline;
@@ -44,6 +45,11 @@ enum Command {
     /// machine noise hits both alike; prints each median and minimum and the ratio B/A with
     /// its spread over the rounds.
     Compare(compare::CompareArgs),
+    /// Explain a schedule (the database's winner by default): each directive left out in
+    /// turn, with its share of the speedup over the default, and the add-one path from the
+    /// default (the directive that helps most first), every variant checked against the
+    /// reference and timed in interleaved rounds in one process.
+    Explain(explain::ExplainArgs),
     /// Search for a fast schedule, measuring candidates on this CPU and recording every result
     /// in the tuning database.
     Tune(tune::TuneArgs),
@@ -67,6 +73,7 @@ pub(crate) fn run_command_line() -> ExitCode {
         Command::Lower(args) => lower::command(args),
         Command::Run(args) => run::command(args),
         Command::Compare(args) => compare::command(args),
+        Command::Explain(args) => explain::command(args),
         Command::Tune(args) => tune::command(args),
         Command::Report(args) => report::command(args),
         Command::Db(args) => db::command(args),
