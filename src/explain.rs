@@ -10,10 +10,13 @@
 //! - add one: from the default schedule, the directive that helps most is added first, then
 //!   the one that helps most on top of it, and so on (a greedy path to the schedule).
 //!
+//! Then the schedule's time per function, as `run --profile` measures it.
+//!
 //! Every variant's answer is checked against the reference (unless the settings say not):
 //! the answer never depends on the schedule, and a variant that disagrees is an error.
 
 use crate::compare::{self, interleaved, Side};
+use crate::profile::{self, Profile};
 use crate::run::{self, RunSettings};
 use std::time::Duration;
 use strata::dsl::random::agree_within;
@@ -64,6 +67,8 @@ pub struct Explanation {
     pub speedup: f64,
     pub removals: Vec<Removal>,
     pub path: Vec<Step>,
+    /// The schedule's time per function (`run --profile`'s).
+    pub profile: Profile,
 }
 
 /// What every measurement of one explanation shares.
@@ -99,6 +104,7 @@ pub fn explain(
     let units = units(&schedule);
     let (removals, default_time, schedule_time, speedup) = leave_one_out(&cx, &schedule, &units)?;
     let path = add_one_path(&cx, &schedule, &units)?;
+    let profile = profile_of(&cx, &schedule)?;
     Ok(Explanation {
         schedule,
         default_time,
@@ -106,7 +112,23 @@ pub fn explain(
         speedup,
         removals,
         path,
+        profile,
     })
+}
+
+/// The schedule's per-function profile, as `run --profile` takes it.
+fn profile_of(cx: &Context, schedule: &Schedule) -> Result<Profile, String> {
+    let lowered = strata::jit::lower_for(cx.pipeline, schedule, cx.sizes)
+        .map_err(|e| format!("error: {e}"))?;
+    let side = compare::side(
+        "explained",
+        cx.pipeline,
+        schedule.clone(),
+        cx.sizes,
+        cx.args,
+        cx.settings,
+    )?;
+    profile::profile(&lowered, cx.args, side.output(), cx.settings)
 }
 
 /// Every directive of `schedule` but `specialize` (which says which version a line belongs
@@ -383,6 +405,8 @@ pub fn report_text(
         ));
     }
     lines.push(String::new());
+    lines.push(profile::table(&e.profile, settings.threads));
+    lines.push(String::new());
     lines.push(
         "share: the part of the schedule's speedup over the default (in logs) the removal loses; \
          negative when the schedule is faster without it"
@@ -420,6 +444,7 @@ pub fn json_text(
         "speedup": e.speedup,
         "leave_one_out": e.removals.iter().map(removal).collect::<Vec<_>>(),
         "add_one": e.path.iter().map(step).collect::<Vec<_>>(),
+        "profile": profile::json(&e.profile),
     })
     .to_string()
 }

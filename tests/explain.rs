@@ -1,5 +1,5 @@
-//! `strata explain`: each directive left out in turn and the add-one path, every variant
-//! checked against the reference; the text and JSON forms; errors.
+//! `strata explain`: each directive left out in turn, the add-one path and the profile, every
+//! variant checked against the reference; the text and JSON forms; errors.
 
 mod common;
 use common::{strata, text};
@@ -59,6 +59,14 @@ fn every_directive_is_left_out_and_added_once() {
     assert_eq!(added, expected, "{path:?}");
     assert!(v["speedup"].as_f64().unwrap() > 0.0);
     assert_eq!(v["schedule"].as_str().unwrap(), SCHEDULE);
+    // The schedule's profile names both functions (bx is computed inside out's rows).
+    let profile = &v["profile"];
+    assert_eq!(profile["same_answer"], true, "{profile}");
+    let mut functions: Vec<&str> = (profile["functions"].as_array().unwrap().iter())
+        .map(|f| f["function"].as_str().unwrap())
+        .collect();
+    functions.sort();
+    assert_eq!(functions, ["bx", "out"], "{profile}");
 }
 
 #[test]
@@ -71,6 +79,7 @@ fn the_text_report_has_both_tables() {
     );
     assert!(out.contains("leave one out"), "{out}");
     assert!(out.contains("add one"), "{out}");
+    assert!(out.contains("profile: self time per run"), "{out}");
     for directive in ["out: parallel(y)", "bx: compute_root()"] {
         // Table rows are indented; the schedule printed above them is not.
         let rows = out
