@@ -552,6 +552,7 @@ fn every_command_binding_sizes_refuses_the_same_shape() {
         &["compare", pick, "default", "default", "--shape", shape],
         message,
     );
+    refused(&["explain", pick, "", "--shape", shape], message);
     refused(
         &["tune", pick, "--shape", shape, "--trials", "1", "--db", db],
         message,
