@@ -114,7 +114,12 @@ pub fn compare(
         [None, None]
     };
     let slice = settings.min_time / (2 * ROUNDS) as u32;
-    let timed = interleaved(&mut sides, args, settings.threads, ROUNDS, slice)?;
+    let rounds = Rounds {
+        count: ROUNDS,
+        slice,
+        min_runs: RUNS_PER_SLICE,
+    };
+    let timed = interleaved(&mut sides, args, settings.threads, &rounds)?;
     let [ta, tb]: [Timed; 2] = timed
         .try_into()
         .map_err(|_| "error: internal: not one timing per side".to_string())?;
@@ -140,30 +145,39 @@ pub struct Timed {
     pub round_medians: Vec<Duration>,
 }
 
-/// Times `sides` in `rounds` interleaved rounds after one more of warm-up (caches, the thread
-/// pool, the CPU's clock), each side running for `slice` (at least `RUNS_PER_SLICE` times)
-/// per round with the routine every measurement uses. The order rotates from round to round
+/// How [`interleaved`] splits its time.
+pub struct Rounds {
+    /// The rounds counted (one more warms up).
+    pub count: usize,
+    /// How long each side runs per round, at least.
+    pub slice: Duration,
+    /// The fewest runs of each side per round.
+    pub min_runs: usize,
+}
+
+/// Times `sides` in interleaved rounds after one more of warm-up (caches, the thread pool,
+/// the CPU's clock), each side running for the rounds' slice (and their fewest runs) per
+/// round with the routine every measurement uses. The order rotates from round to round
 /// (A B, B A for two sides), so no side always runs on the cache another left.
 pub fn interleaved(
     sides: &mut [Side],
     args: &Args,
     threads: usize,
-    rounds: usize,
-    slice: Duration,
+    rounds: &Rounds,
 ) -> Result<Vec<Timed>, String> {
     // Round 0 is the warm-up: the routine's own warm-up is not needed.
     let timing = Timing {
-        min_runs: RUNS_PER_SLICE,
-        ..Timing::for_at_least(slice).without_warm_up()
+        min_runs: rounds.min_runs,
+        ..Timing::for_at_least(rounds.slice).without_warm_up()
     };
     let n = sides.len();
     let mut timed: Vec<Timed> = (0..n)
         .map(|_| Timed {
             times: Vec::new(),
-            round_medians: Vec::with_capacity(rounds),
+            round_medians: Vec::with_capacity(rounds.count),
         })
         .collect();
-    for round in 0..=rounds {
+    for round in 0..=rounds.count {
         for i in (0..n).map(|k| (round + k) % n) {
             let side = &mut sides[i];
             let runs = time_runs(&side.kernel, args, &mut side.output, threads, &timing)

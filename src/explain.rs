@@ -15,7 +15,7 @@
 //! Every variant's answer is checked against the reference (unless the settings say not):
 //! the answer never depends on the schedule, and a variant that disagrees is an error.
 
-use crate::compare::{self, interleaved, Side};
+use crate::compare::{self, interleaved, Rounds, Side};
 use crate::profile::{self, Profile};
 use crate::run::{self, RunSettings};
 use std::time::Duration;
@@ -206,8 +206,15 @@ fn time_against(
     sides: &mut [Side],
     base: usize,
 ) -> Result<Vec<(Duration, f64)>, String> {
-    let slice = cx.settings.min_time / (ROUNDS * sides.len()) as u32;
-    let timed = interleaved(sides, cx.args, cx.settings.threads, ROUNDS, slice)?;
+    // One run per slice at least (`compare` takes three): a group holds up to a variant per
+    // directive, some of them far slower than the schedule, and the median over the rounds
+    // already ignores a round the machine interrupted.
+    let rounds = Rounds {
+        count: ROUNDS,
+        slice: cx.settings.min_time / (ROUNDS * sides.len()) as u32,
+        min_runs: 1,
+    };
+    let timed = interleaved(sides, cx.args, cx.settings.threads, &rounds)?;
     let base_rounds = &timed[base].round_medians;
     Ok(timed
         .iter()
