@@ -2,7 +2,7 @@
 //! schedules, choosing a kernel, and printing to stdout and stderr without panicking.
 
 use clap::ValueEnum;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use strata::scheduler::schedule::text::parse_schedule;
 use strata::{Backend, Pipeline, Schedule, Sizes};
 
@@ -231,4 +231,93 @@ pub(crate) fn print_out(text: &str) -> Result<(), String> {
 pub(crate) fn print_error(message: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr().lock(), "{message}");
+}
+
+/// The flags of the commands that time schedules of one kernel in one process (`compare`,
+/// `explain`): which kernel, on what data, how, and where `best` comes from.
+#[derive(clap::Args)]
+pub(crate) struct TimedKernelArgs {
+    /// Which kernel of the file (needed when it holds several).
+    #[arg(long)]
+    kernel: Option<String>,
+    /// Sizes, e.g. `M=512,N=512,K=512`: every size no `--input` file gives.
+    #[arg(long)]
+    shape: Option<String>,
+    /// An input from a file, `NAME=FILE` (repeat for several), as `run --input` takes it;
+    /// every schedule runs on the same data. Inputs not given are seeded random.
+    #[arg(long, value_name = "NAME=FILE")]
+    input: Vec<String>,
+    /// A scalar parameter's value, `NAME=VALUE` (repeat for several); others are seeded
+    /// random.
+    #[arg(long, value_name = "NAME=VALUE")]
+    param: Vec<String>,
+    /// Threads for parallel loops (default: every core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Seed of the random inputs.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Skip the reference check.
+    #[arg(long)]
+    no_check: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// The tuning database (for `best`; default `STRATA_DB` or `strata.db`).
+    #[arg(long)]
+    db: Option<PathBuf>,
+    /// The code generator (`best` takes the winner tuned with it).
+    #[arg(long, value_enum, default_value_t = BackendArg::Cranelift)]
+    backend: BackendArg,
+}
+
+/// What [`TimedKernelArgs::prepare`] makes ready: the settings, the kernel, its sizes and
+/// inputs, and the database `best` reads.
+pub(crate) struct TimedKernel {
+    pub(crate) settings: run::RunSettings,
+    pub(crate) kernel: Pipeline,
+    pub(crate) sizes: Sizes,
+    pub(crate) inputs: strata::Args,
+    db: PathBuf,
+}
+
+impl TimedKernelArgs {
+    /// Loads `file`, picks the kernel, binds the sizes and makes the inputs; the settings
+    /// time for `min_time` seconds.
+    pub(crate) fn prepare(self, file: &Path, min_time: f64) -> Result<TimedKernel, String> {
+        let backend = self.backend.built()?;
+        let settings = run_settings(self.threads, self.seed, min_time, !self.no_check, backend);
+        let db = self.db.unwrap_or_else(strata::tuner::tune::default_db_path);
+        let data = run::RunData {
+            inputs: self.input,
+            params: self.param,
+            ..Default::default()
+        };
+        let kernels = load(file)?;
+        let kernel = pick_kernel(&kernels, self.kernel.as_deref(), file)?.clone();
+        let shape = shape_or_none(self.shape.as_deref())?;
+        let (sizes, inputs, _) = run::prepare(&kernel, &shape, &data, settings.seed)?;
+        Ok(TimedKernel {
+            settings,
+            kernel,
+            sizes,
+            inputs,
+            db,
+        })
+    }
+}
+
+impl TimedKernel {
+    /// A schedule argument resolved: text, `@FILE`, `default`, or `best` from the database.
+    pub(crate) fn schedule(&self, text: &str) -> Result<Schedule, String> {
+        let t = self;
+        resolve_schedule(
+            Some(text),
+            &t.db,
+            &t.kernel,
+            &t.sizes,
+            &t.inputs,
+            &t.settings,
+        )
+    }
 }

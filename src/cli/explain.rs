@@ -4,11 +4,8 @@
 use clap::Args;
 use std::path::PathBuf;
 
-use super::common::{
-    load, pick_kernel, print_out, resolve_schedule, run_settings, seconds, shape_or_none,
-    BackendArg,
-};
-use crate::{explain, run};
+use super::common::{print_out, seconds, TimedKernelArgs};
+use crate::explain;
 
 #[derive(Args)]
 pub(crate) struct ExplainArgs {
@@ -18,76 +15,23 @@ pub(crate) struct ExplainArgs {
     /// shape, threads and backend).
     #[arg(default_value = "best")]
     schedule: String,
-    /// Which kernel of the file (needed when it holds several).
-    #[arg(long)]
-    kernel: Option<String>,
-    /// Sizes, e.g. `M=512,N=512,K=512`: every size no `--input` file gives.
-    #[arg(long)]
-    shape: Option<String>,
-    /// An input from a file, `NAME=FILE` (repeat for several), as `run --input` takes it.
-    /// Inputs not given are seeded random.
-    #[arg(long, value_name = "NAME=FILE")]
-    input: Vec<String>,
-    /// A scalar parameter's value, `NAME=VALUE` (repeat for several); others are seeded
-    /// random.
-    #[arg(long, value_name = "NAME=VALUE")]
-    param: Vec<String>,
-    /// Threads for parallel loops (default: every core).
-    #[arg(long)]
-    threads: Option<usize>,
-    /// Seed of the random inputs.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    #[command(flatten)]
+    common: TimedKernelArgs,
     /// Time each group of variants (the leave-one-out table, each step of the add-one path)
     /// for at least this many seconds in all, split into rounds.
     #[arg(long, default_value_t = 1.0, value_parser = seconds)]
     min_time: f64,
-    /// Skip checking each variant's answer against the reference.
-    #[arg(long)]
-    no_check: bool,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    json: bool,
-    /// The tuning database (for `best`; default `STRATA_DB` or `strata.db`).
-    #[arg(long)]
-    db: Option<PathBuf>,
-    /// The code generator (`best` takes the winner tuned with it).
-    #[arg(long, value_enum, default_value_t = BackendArg::Cranelift)]
-    backend: BackendArg,
 }
 
 /// The schedule resolved, then explained.
 pub(crate) fn command(args: ExplainArgs) -> Result<(), String> {
-    let backend = args.backend.built()?;
-    let settings = run_settings(
-        args.threads,
-        args.seed,
-        args.min_time,
-        !args.no_check,
-        backend,
-    );
-    let db = args.db.unwrap_or_else(strata::tuner::tune::default_db_path);
-    let data = run::RunData {
-        inputs: args.input,
-        params: args.param,
-        ..Default::default()
-    };
-    let kernels = load(&args.file)?;
-    let chosen = pick_kernel(&kernels, args.kernel.as_deref(), &args.file)?;
-    let shape = shape_or_none(args.shape.as_deref())?;
-    let (sizes, inputs, _) = run::prepare(chosen, &shape, &data, settings.seed)?;
-    let schedule = resolve_schedule(
-        Some(&args.schedule),
-        &db,
-        chosen,
-        &sizes,
-        &inputs,
-        &settings,
-    )?;
-    let e = explain::explain(chosen, schedule, &sizes, &inputs, &settings)?;
-    print_out(&if args.json {
-        explain::json_text(chosen, &sizes, &settings, &e)
+    let json = args.common.json;
+    let t = args.common.prepare(&args.file, args.min_time)?;
+    let schedule = t.schedule(&args.schedule)?;
+    let e = explain::explain(&t.kernel, schedule, &t.sizes, &t.inputs, &t.settings)?;
+    print_out(&if json {
+        explain::json_text(&t.kernel, &t.sizes, &t.settings, &e)
     } else {
-        explain::report_text(chosen, &sizes, &settings, &e)
+        explain::report_text(&t.kernel, &t.sizes, &t.settings, &e)
     })
 }
