@@ -206,6 +206,24 @@ mod tests {
         assert_eq!(s.column("settings"), None);
     }
 
+    /// Every time reads back from an export to the same bits: an export imported and exported
+    /// again is the same stream. (serde_json's default float parser can be one unit in the last
+    /// place off for 17-digit numbers such as a cutoff of `0.00032240000000000003`; the
+    /// workspace enables its `float_roundtrip`.)
+    #[test]
+    fn times_survive_an_export_exactly() {
+        let mut x: f64 = 3.224e-4;
+        for i in 0..20_000u32 {
+            x = (x * (1.0 + f64::from(i) * 1e-7) * 1.3).fract().max(1e-5);
+            let s = Settings {
+                cutoff_s: Some(x),
+                ..Settings::default()
+            };
+            let back: Settings = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+            assert_eq!(back.cutoff_s.map(f64::to_bits), Some(x.to_bits()), "{x:?}");
+        }
+    }
+
     /// An export's `settings` is an object from version 4 on, the legacy text before.
     #[test]
     fn an_export_field_of_either_form_reads() {
