@@ -47,6 +47,7 @@
 
 #![warn(missing_docs)]
 
+pub mod features;
 pub mod interp;
 pub mod ir;
 mod ir_print;
