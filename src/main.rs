@@ -7,6 +7,7 @@ mod compare;
 mod explain;
 mod profile;
 mod run;
+mod train;
 mod tuning;
 
 use std::process::ExitCode;

@@ -3,6 +3,7 @@
 //! behind the commands is in the modules beside this one (`run`, `compare`, `tuning`,
 //! `profile`) and in the library.
 
+mod autoschedule;
 mod check;
 mod common;
 mod compare;
@@ -12,6 +13,7 @@ mod lower;
 mod report;
 mod roofline;
 mod run;
+mod train;
 mod tune;
 
 use clap::{Parser, Subcommand};
@@ -50,9 +52,16 @@ enum Command {
     /// default (the directive that helps most first), every variant checked against the
     /// reference and timed in interleaved rounds in one process.
     Explain(explain::ExplainArgs),
+    /// A schedule from the learned cost model alone, nothing measured: the model, trained on
+    /// the tuning database's measurements on this machine (any kernel), compares a few
+    /// hundred candidates by their lowered loop nests and prints the one it predicts fastest.
+    Autoschedule(autoschedule::AutoscheduleArgs),
     /// Search for a fast schedule, measuring candidates on this CPU and recording every result
     /// in the tuning database.
     Tune(tune::TuneArgs),
+    /// Fill the tuning database with measurements for the learned cost model: random
+    /// schedules of kernels (the bundled examples by default) at random shapes.
+    Train(train::TrainArgs),
     /// Print what the tuning database holds: per kernel and shape, the default's and the best
     /// search and confirmed (re-measured) times with their runs and trials, the winner and the
     /// rule that chose it, speedup, throughput, trials, failures and the winning schedule.
@@ -74,7 +83,9 @@ pub(crate) fn run_command_line() -> ExitCode {
         Command::Run(args) => run::command(args),
         Command::Compare(args) => compare::command(args),
         Command::Explain(args) => explain::command(args),
+        Command::Autoschedule(args) => autoschedule::command(args),
         Command::Tune(args) => tune::command(args),
+        Command::Train(args) => train::command(args),
         Command::Report(args) => report::command(args),
         Command::Db(args) => db::command(args),
         Command::Roofline(args) => roofline::command(args),

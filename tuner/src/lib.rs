@@ -43,6 +43,7 @@
 
 #![warn(missing_docs)]
 
+pub mod learned;
 pub mod model;
 pub mod space;
 pub mod strategy;

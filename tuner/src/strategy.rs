@@ -6,6 +6,7 @@
 //! same sequence every time; `evolve` and `model` propose the same sequence given the same
 //! measurements (they learn from timings, so timing noise can change what they try next).
 
+use crate::learned::guide::Guide;
 use crate::model::Model;
 use crate::space::{schedule_hash, Genome, Space};
 use rand::rngs::StdRng;
@@ -66,6 +67,9 @@ const POPULATION: usize = 8;
 const POOL: usize = 64;
 /// Tries to find an unseen legal candidate before giving up (the space is exhausted).
 const MAX_TRIES: usize = 2000;
+/// Legal candidates the learned model (when there is one) chooses among: the first of the
+/// ranked pool, each lowered for its features (a millisecond or so each on example kernels).
+const GUIDED: usize = 12;
 
 /// Proposes candidates one at a time under a strategy, learning from each measurement
 /// (`observe`); never proposes the same schedule twice.
@@ -80,6 +84,8 @@ pub struct Searcher {
     seen: HashSet<String>,
     /// The space's rule-made seeds not yet proposed, last first (none for `random`).
     seeds: Vec<Genome>,
+    /// The model learned across runs, when the strategy is `model` and one is given.
+    guide: Option<Guide>,
 }
 
 impl Searcher {
@@ -98,7 +104,21 @@ impl Searcher {
             rng: StdRng::seed_from_u64(seed),
             best: Vec::new(),
             seen: HashSet::new(),
+            guide: None,
         }
+    }
+
+    /// Lets the learned model `guide` choose among the ranked pool's first candidates (the
+    /// `model` strategy only; others ignore it).
+    pub fn set_guide(&mut self, guide: Guide) {
+        if self.kind == StrategyKind::Model {
+            self.guide = Some(guide);
+        }
+    }
+
+    /// The learned model's training samples (0 without one).
+    pub fn guide_samples(&self) -> usize {
+        self.guide.as_ref().map_or(0, Guide::samples)
     }
 
     /// Marks a schedule as already measured (by an earlier run, say).
@@ -135,10 +155,22 @@ impl Searcher {
             }
         }
         match self.kind {
-            StrategyKind::Model if self.model.samples() >= 4 => self.ranked(),
+            StrategyKind::Model if self.model.samples() >= 4 || self.guided() => self.ranked(),
             StrategyKind::Random => self.fresh(|s| s.space.random(&mut s.rng)),
             _ => self.fresh(|s| s.evolved()),
         }
+    }
+
+    /// Records how a candidate did (`None`: it did not run), for the learned model too.
+    pub fn observe_candidate(&mut self, candidate: &Candidate, seconds: Option<f64>) {
+        if let Some(guide) = &mut self.guide {
+            guide.observe(candidate, seconds);
+        }
+        self.observe(&candidate.genome, seconds);
+    }
+
+    fn guided(&self) -> bool {
+        self.guide.as_ref().is_some_and(Guide::is_trained)
     }
 
     /// Records how a genome did (`None`: it did not run).
@@ -212,6 +244,11 @@ impl Searcher {
             scored.sort_by(|a, b| a.0.total_cmp(&b.0));
             pool = scored.into_iter().map(|(_, g)| g).collect();
         }
+        if self.guided() {
+            if let Some(c) = self.guided_pick(pool.clone()) {
+                return Some(c);
+            }
+        }
         for genome in pool {
             if let Some(c) = self.candidate(genome) {
                 self.seen.insert(c.hash.clone());
@@ -219,5 +256,20 @@ impl Searcher {
             }
         }
         self.fresh(|s| s.space.random(&mut s.rng))
+    }
+
+    /// The candidate the learned model predicts fastest among the first [`GUIDED`] legal
+    /// unseen ones of `pool` (in the pool's order).
+    fn guided_pick(&mut self, pool: Vec<Genome>) -> Option<Candidate> {
+        let mut hashes = HashSet::new();
+        let choices: Vec<Candidate> = pool
+            .into_iter()
+            .filter_map(|g| self.candidate(g))
+            .filter(|c| hashes.insert(c.hash.clone()))
+            .take(GUIDED)
+            .collect();
+        let (c, _) = self.guide.as_mut()?.pick(choices)?;
+        self.seen.insert(c.hash.clone());
+        Some(c)
     }
 }

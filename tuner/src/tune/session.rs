@@ -6,6 +6,8 @@ use super::confirm::{confirm_with, unstable_detail, Measured};
 use super::key::now_rfc3339;
 use super::{StopReason, TrialTime, TuneError, TuneOptions, UnstableTime};
 use super::{REMEASURE, RUN_FLOOR, SLOW_FACTOR, SLOW_FLOOR};
+use crate::learned::guide::Guide;
+use crate::learned::samples_from_db;
 use crate::space::{schedule_hash, Genome, Space};
 use crate::strategy::{Candidate, Searcher};
 use crate::worker::{Outcome, Request, Setup, Worker};
@@ -15,6 +17,10 @@ use std::time::{Duration, Instant};
 use strata_dsl::Pipeline;
 use strata_schedule::Schedule;
 use strata_tuning_db::{Db, Measurement, Settings, Status, TuningKey};
+
+/// The most measurements of earlier runs the learned model is trained on (each is lowered
+/// again for its features: about a millisecond each for the example kernels).
+const HISTORY: usize = 3000;
 
 /// One timed measurement of this run, as the session remembers it.
 #[derive(Clone, Debug)]
@@ -96,6 +102,9 @@ impl Session<'_> {
         for hash in self.db.measured_hashes(key)? {
             searcher.mark_seen(&hash);
         }
+        if self.options.strategy == crate::StrategyKind::Model {
+            searcher.set_guide(self.guide(pipeline, key)?);
+        }
         if let Some((m, _)) = self.db.best(key)? {
             self.best_seconds = m.median_s;
             // Only a genome of this space: mutating one of another shape would panic.
@@ -114,11 +123,24 @@ impl Session<'_> {
                 break StopReason::SpaceExhausted;
             };
             let seconds = self.measure(&candidate, Kind::Search)?;
-            searcher.observe(&candidate.genome, seconds);
+            searcher.observe_candidate(&candidate, seconds);
             self.update_bar(&bar, default, start);
         };
         bar.finish_and_clear();
         Ok((stop, default))
+    }
+
+    /// The learned model for this run, trained on the database's measurements on this
+    /// machine with this backend (every kernel's, at most [`HISTORY`] of the newest).
+    fn guide(&self, pipeline: &Pipeline, key: &TuningKey) -> Result<Guide, TuneError> {
+        let history = samples_from_db(self.db, &key.target, &key.backend, HISTORY)?;
+        let threads = self.options.threads;
+        Ok(Guide::for_kernel(
+            pipeline,
+            &self.setup.sizes,
+            threads,
+            history,
+        ))
     }
 
     /// Why the search should stop now, if it should. With a time budget, it stops once what
@@ -180,7 +202,7 @@ impl Session<'_> {
         };
         searcher.mark_seen(&candidate.hash);
         let seconds = self.measure(&candidate, Kind::Default)?;
-        searcher.observe(&candidate.genome, seconds);
+        searcher.observe_candidate(&candidate, seconds);
         Ok(seconds)
     }
 

@@ -1,0 +1,121 @@
+//! The learned model inside a search: it starts trained on the database's history for this
+//! machine, picks among the candidates the search would measure next the one it predicts
+//! fastest, and is refitted every few measurements with the run's own, which count more
+//! (refined online, as Ansor's model is between rounds).
+
+use super::{features, LearnedModel, Sample};
+use crate::strategy::Candidate;
+use std::collections::HashMap;
+use strata_dsl::{Pipeline, Sizes};
+use strata_schedule::Schedule;
+
+/// The run's measurements count this many times a history sample: they are of the kernel
+/// and shape being tuned.
+const RUN_WEIGHT: f64 = 4.0;
+/// The model is refitted after this many new measurements of the run.
+const REFIT_EVERY: usize = 8;
+
+/// Computes a schedule's features (lowering it), `None` when it does not lower.
+pub type Featurize = Box<dyn Fn(&Schedule) -> Option<Vec<f64>>>;
+
+/// The learned model of a search, with what it was trained on.
+pub struct Guide {
+    model: Option<LearnedModel>,
+    history: Vec<Sample>,
+    run: Vec<Sample>,
+    unfitted: usize,
+    featurize: Featurize,
+    /// Features by schedule hash (a candidate ranked and then measured is lowered once).
+    known: HashMap<String, Option<Vec<f64>>>,
+}
+
+impl Guide {
+    /// A guide trained on `history` that lowers candidates with `featurize`.
+    pub fn new(history: Vec<Sample>, featurize: Featurize) -> Guide {
+        Guide {
+            model: LearnedModel::fit(&history),
+            history,
+            run: Vec::new(),
+            unfitted: 0,
+            featurize,
+            known: HashMap::new(),
+        }
+    }
+
+    /// A guide for `pipeline` at `sizes` run with `threads`, trained on `history`.
+    pub fn for_kernel(
+        pipeline: &Pipeline,
+        sizes: &Sizes,
+        threads: usize,
+        history: Vec<Sample>,
+    ) -> Guide {
+        let (pipeline, sizes) = (pipeline.clone(), sizes.clone());
+        let featurize = move |s: &Schedule| features(&pipeline, s, &sizes, threads).ok();
+        Guide::new(history, Box::new(featurize))
+    }
+
+    /// Whether it has a model (enough samples to fit one).
+    pub fn is_trained(&self) -> bool {
+        self.model.is_some()
+    }
+
+    /// How many measurements the model was last fitted on.
+    pub fn samples(&self) -> usize {
+        self.model.as_ref().map_or(0, LearnedModel::samples)
+    }
+
+    /// Learns from a measured candidate (`None`: it did not run, and teaches nothing).
+    pub fn observe(&mut self, candidate: &Candidate, seconds: Option<f64>) {
+        let Some(seconds) = seconds else { return };
+        let Some(features) = self.features_of(candidate) else {
+            return;
+        };
+        self.run.push(Sample {
+            features,
+            seconds,
+            weight: RUN_WEIGHT,
+        });
+        self.unfitted += 1;
+        if self.unfitted >= REFIT_EVERY {
+            self.refit();
+        }
+    }
+
+    /// The candidate predicted fastest (the first of equals), and its predicted time; `None`
+    /// without a model or candidates. A candidate that does not lower is predicted last.
+    pub fn pick(&mut self, candidates: Vec<Candidate>) -> Option<(Candidate, f64)> {
+        self.model.as_ref()?;
+        let features: Vec<Option<Vec<f64>>> =
+            candidates.iter().map(|c| self.features_of(c)).collect();
+        let model = self.model.as_ref()?;
+        let lowered: Vec<Vec<f64>> = features.iter().flatten().cloned().collect();
+        let mut predictions = model.predict(&lowered).into_iter();
+        let times = features.iter().map(|f| {
+            f.as_ref()
+                .and_then(|_| predictions.next())
+                .unwrap_or(f64::INFINITY)
+        });
+        let best = candidates
+            .into_iter()
+            .zip(times)
+            .min_by(|a, b| a.1.total_cmp(&b.1))?;
+        Some(best)
+    }
+
+    fn features_of(&mut self, c: &Candidate) -> Option<Vec<f64>> {
+        if let Some(known) = self.known.get(&c.hash) {
+            return known.clone();
+        }
+        let f = (self.featurize)(&c.schedule);
+        self.known.insert(c.hash.clone(), f.clone());
+        f
+    }
+
+    fn refit(&mut self) {
+        let all: Vec<Sample> = self.history.iter().chain(&self.run).cloned().collect();
+        if let Some(model) = LearnedModel::fit(&all) {
+            self.model = Some(model);
+        }
+        self.unfitted = 0;
+    }
+}
