@@ -1,0 +1,229 @@
+//! The cost model learned across runs, on a database of synthetic measurements whose times
+//! follow a known law of the lowered loop nest (a nanosecond per instruction and per load):
+//! the samples are read back for this machine and backend only, the model trained on one
+//! kernel ranks schedules of another kernel, `autoschedule` picks from the model alone a
+//! schedule the law says is faster than the default, and that schedule computes the
+//! reference's answer.
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use strata_dsl::random::{agree_within, random_args, Tolerance};
+use strata_dsl::{Pipeline, Sizes};
+use strata_jit::{lower_for, Backend};
+use strata_schedule::Schedule;
+use strata_scheduler::features::LoopFeatures;
+use strata_tuner::learned::autoschedule::{autoschedule, AutoscheduleError};
+use strata_tuner::learned::guide::Guide;
+use strata_tuner::learned::samples_from_db;
+use strata_tuner::space::{schedule_hash, Space};
+use strata_tuner::strategy::Searcher;
+use strata_tuner::StrategyKind;
+use strata_tuning_db::{Db, Measurement, NewRun, Settings, Status, Target, TuningKey};
+
+fn kernel(source: &str) -> Pipeline {
+    strata_dsl::parse_kernel(source, "test.strata").unwrap()
+}
+
+const MATMUL: &str = "kernel mm(A: f32[M, K], B: f32[K, N]) -> C: f32[M, N] {
+    C(i, j) = sum(k in 0..K) A(i, k) * B(k, j);
+}";
+const BLUR: &str = "kernel blur(I: f32[H, W]) -> O: f32[H - 2, W - 2] {
+    O(y, x) = (I(y, x) + I(y, x + 1) + I(y, x + 2) + I(y + 1, x) + I(y + 2, x)) * 0.2;
+}";
+
+fn target() -> Target {
+    Target {
+        cpu_model: "test cpu".into(),
+        features: "sse4.1".into(),
+        threads: 1,
+    }
+}
+
+/// The law the synthetic times follow: a nanosecond per instruction and per load executed.
+fn law_seconds(pipeline: &Pipeline, schedule: &Schedule, sizes: &Sizes) -> f64 {
+    let f = LoopFeatures::of(&lower_for(pipeline, schedule, sizes).unwrap());
+    1e-9 * (f.instructions + f.loads + f.index_ops)
+}
+
+fn temp_db(name: &str) -> (Db, std::path::PathBuf) {
+    let path =
+        std::env::temp_dir().join(format!("strata-learned-{name}-{}.db", std::process::id()));
+    for ext in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+    }
+    (Db::open(&path).unwrap(), path)
+}
+
+/// A run of `source` at `sizes` with `n` random schedules timed by the law.
+fn record_run(db: &Db, source: &str, sizes: &Sizes, target: Target, n: usize) {
+    let pipeline = kernel(source);
+    let key = TuningKey {
+        kernel_hash: pipeline.hash().to_string(),
+        kernel_name: pipeline.name.clone(),
+        shape: strata_tuner::tune::shape_text(sizes),
+        params: String::new(),
+        target,
+        backend: "cranelift".into(),
+    };
+    let run = db
+        .start_run(&NewRun {
+            key,
+            kernel_source: source.into(),
+            strata_version: "test".into(),
+            strategy: "random".into(),
+            seed: 1,
+            budget_trials: None,
+            budget_seconds: None,
+            float_ops: None,
+            bytes: 0,
+            started_at: "2026-01-01T00:00:00Z".into(),
+        })
+        .unwrap();
+    let space = Space::new(&pipeline);
+    let mut rng = StdRng::seed_from_u64(3);
+    let mut trial = 0;
+    while trial < n {
+        let Some(schedule) = space.schedule(&space.random(&mut rng)) else {
+            continue;
+        };
+        let seconds = law_seconds(&pipeline, &schedule, sizes);
+        db.record(run, &measurement(trial as u64, &schedule, seconds))
+            .unwrap();
+        trial += 1;
+    }
+}
+
+fn measurement(trial: u64, schedule: &Schedule, seconds: f64) -> Measurement {
+    Measurement {
+        trial,
+        schedule: schedule.to_string(),
+        schedule_hash: schedule_hash(schedule),
+        status: Status::Ok,
+        median_s: Some(seconds),
+        min_s: Some(seconds),
+        max_s: Some(seconds),
+        runs: 3,
+        settings: Settings::default(),
+        is_default: false,
+        remeasured: false,
+        measured_at: "2026-01-01T00:00:01Z".into(),
+    }
+}
+
+fn sizes(pairs: &[(&str, i64)]) -> Sizes {
+    strata_dsl::sizes(pairs)
+}
+
+#[test]
+fn samples_are_read_for_this_machine_and_backend_only() {
+    let (db, _path) = temp_db("samples");
+    record_run(
+        &db,
+        MATMUL,
+        &sizes(&[("M", 32), ("N", 32), ("K", 16)]),
+        target(),
+        30,
+    );
+    let other = Target {
+        cpu_model: "another cpu".into(),
+        ..target()
+    };
+    record_run(&db, BLUR, &sizes(&[("H", 34), ("W", 66)]), other, 10);
+    let samples = samples_from_db(&db, &target(), "cranelift", 1000).unwrap();
+    assert_eq!(samples.len(), 30);
+    assert!(samples.iter().all(|s| s.usable()));
+    assert!(samples_from_db(&db, &target(), "llvm", 1000)
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        samples_from_db(&db, &target(), "cranelift", 7)
+            .unwrap()
+            .len(),
+        7
+    );
+}
+
+#[test]
+fn without_measurements_autoschedule_says_what_to_run() {
+    let (db, _path) = temp_db("empty");
+    let blur = kernel(BLUR);
+    let err = autoschedule(
+        &blur,
+        &sizes(&[("H", 34), ("W", 66)]),
+        1,
+        Backend::Cranelift,
+        &db,
+        &target(),
+        1,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, AutoscheduleError::Untrained { samples: 0, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("strata tune"), "{err}");
+}
+
+#[test]
+fn a_model_trained_on_matmul_autoschedules_a_blur_faster_by_the_law() {
+    let (db, _path) = temp_db("transfer");
+    record_run(
+        &db,
+        MATMUL,
+        &sizes(&[("M", 64), ("N", 64), ("K", 32)]),
+        target(),
+        120,
+    );
+    let blur = kernel(BLUR);
+    let at = sizes(&[("H", 130), ("W", 258)]);
+    let chosen = autoschedule(&blur, &at, 1, Backend::Cranelift, &db, &target(), 1).unwrap();
+    assert!(chosen.candidates > 50, "{chosen:?}");
+    let law = law_seconds(&blur, &chosen.schedule, &at);
+    let default = law_seconds(&blur, &Schedule::new(), &at);
+    assert!(
+        law < 0.7 * default,
+        "by the law the chosen schedule takes {law:e} s, the default {default:e} s: {}",
+        chosen.schedule
+    );
+    // The answer never depends on the schedule.
+    let args = random_args(&blur, &at, &mut StdRng::seed_from_u64(5)).unwrap();
+    let expected = strata_dsl::eval::evaluate(&blur, &args).unwrap();
+    let compiled =
+        strata_jit::compile_pipeline(&blur, &chosen.schedule, &at, &Default::default()).unwrap();
+    let got = compiled.run(&args, 1).unwrap();
+    agree_within(&got, &expected, Tolerance::for_kernel(&blur, 1e-5)).unwrap();
+}
+
+#[test]
+fn a_guided_search_proposes_schedules_the_law_ranks_faster() {
+    let (db, _path) = temp_db("guided");
+    record_run(&db, MATMUL, &sizes(&[("M", 64), ("N", 64), ("K", 32)]), target(), 120);
+    let blur = kernel(BLUR);
+    let at = sizes(&[("H", 130), ("W", 258)]);
+    // The mean log time by the law of the proposals after the space's seeds (which come
+    // first, guided or not).
+    let mean_log_after_seeds = |guided: bool| {
+        let space = Space::new(&blur);
+        let seeds = space.seeds().len();
+        let mut searcher = Searcher::new(StrategyKind::Model, space, 9);
+        if guided {
+            let history = samples_from_db(&db, &target(), "cranelift", 1000).unwrap();
+            searcher.set_guide(Guide::for_kernel(&blur, &at, 1, history));
+        }
+        let mut logs = Vec::new();
+        for i in 0..seeds + 16 {
+            let c = searcher.propose().unwrap();
+            let t = law_seconds(&blur, &c.schedule, &at);
+            searcher.observe_candidate(&c, Some(t));
+            if i >= seeds {
+                logs.push(t.ln());
+            }
+        }
+        logs.iter().sum::<f64>() / logs.len() as f64
+    };
+    let (guided, unguided) = (mean_log_after_seeds(true), mean_log_after_seeds(false));
+    assert!(
+        guided < unguided,
+        "mean log seconds: guided {guided}, unguided {unguided}"
+    );
+}
