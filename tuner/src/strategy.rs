@@ -67,9 +67,6 @@ const POPULATION: usize = 8;
 const POOL: usize = 64;
 /// Tries to find an unseen legal candidate before giving up (the space is exhausted).
 const MAX_TRIES: usize = 2000;
-/// Legal candidates the learned model (when there is one) chooses among: the first of the
-/// ranked pool, each lowered for its features (a millisecond or so each on example kernels).
-const GUIDED: usize = 12;
 
 /// Proposes candidates one at a time under a strategy, learning from each measurement
 /// (`observe`); never proposes the same schedule twice.
@@ -258,15 +255,16 @@ impl Searcher {
         self.fresh(|s| s.space.random(&mut s.rng))
     }
 
-    /// The candidate the learned model predicts fastest among the first [`GUIDED`] legal
-    /// unseen ones of `pool` (in the pool's order).
+    /// The candidate the learned model predicts fastest among the first few legal unseen
+    /// ones of `pool` (in the pool's order; as many as [`Guide::choices`] says).
     fn guided_pick(&mut self, pool: Vec<Genome>) -> Option<Candidate> {
+        let n = self.guide.as_ref()?.choices();
         let mut hashes = HashSet::new();
         let choices: Vec<Candidate> = pool
             .into_iter()
             .filter_map(|g| self.candidate(g))
             .filter(|c| hashes.insert(c.hash.clone()))
-            .take(GUIDED)
+            .take(n)
             .collect();
         let (c, _) = self.guide.as_mut()?.pick(choices)?;
         self.seen.insert(c.hash.clone());

@@ -197,7 +197,13 @@ fn a_model_trained_on_matmul_autoschedules_a_blur_faster_by_the_law() {
 #[test]
 fn a_guided_search_proposes_schedules_the_law_ranks_faster() {
     let (db, _path) = temp_db("guided");
-    record_run(&db, MATMUL, &sizes(&[("M", 64), ("N", 64), ("K", 32)]), target(), 120);
+    record_run(
+        &db,
+        MATMUL,
+        &sizes(&[("M", 64), ("N", 64), ("K", 32)]),
+        target(),
+        120,
+    );
     let blur = kernel(BLUR);
     let at = sizes(&[("H", 130), ("W", 258)]);
     // The mean log time by the law of the proposals after the space's seeds (which come

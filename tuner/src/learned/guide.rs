@@ -14,6 +14,12 @@ use strata_schedule::Schedule;
 const RUN_WEIGHT: f64 = 4.0;
 /// The model is refitted after this many new measurements of the run.
 const REFIT_EVERY: usize = 8;
+/// Candidates offered to the model per pick at most, and at least.
+const MOST_CHOICES: usize = 12;
+const FEWEST_CHOICES: usize = 2;
+/// The time lowering the candidates of one pick may take: an app-sized pipeline takes tens of
+/// milliseconds to lower, and its search would spend more time ranking than measuring.
+const PICK_SECONDS: f64 = 0.25;
 
 /// Computes a schedule's features (lowering it), `None` when it does not lower.
 pub type Featurize = Box<dyn Fn(&Schedule) -> Option<Vec<f64>>>;
@@ -27,6 +33,8 @@ pub struct Guide {
     featurize: Featurize,
     /// Features by schedule hash (a candidate ranked and then measured is lowered once).
     known: HashMap<String, Option<Vec<f64>>>,
+    /// Seconds spent lowering candidates for their features, and how many were.
+    lowering: (f64, u32),
 }
 
 impl Guide {
@@ -39,6 +47,7 @@ impl Guide {
             unfitted: 0,
             featurize,
             known: HashMap::new(),
+            lowering: (0.0, 0),
         }
     }
 
@@ -62,6 +71,17 @@ impl Guide {
     /// How many measurements the model was last fitted on.
     pub fn samples(&self) -> usize {
         self.model.as_ref().map_or(0, LearnedModel::samples)
+    }
+
+    /// How many candidates the next pick should compare: as many as lowering them in about
+    /// [`PICK_SECONDS`] allows, from [`FEWEST_CHOICES`] to [`MOST_CHOICES`].
+    pub fn choices(&self) -> usize {
+        let (seconds, count) = self.lowering;
+        if count == 0 || seconds <= 0.0 {
+            return MOST_CHOICES;
+        }
+        let each = seconds / f64::from(count);
+        ((PICK_SECONDS / each) as usize).clamp(FEWEST_CHOICES, MOST_CHOICES)
     }
 
     /// Learns from a measured candidate (`None`: it did not run, and teaches nothing).
@@ -106,7 +126,10 @@ impl Guide {
         if let Some(known) = self.known.get(&c.hash) {
             return known.clone();
         }
+        let start = std::time::Instant::now();
         let f = (self.featurize)(&c.schedule);
+        self.lowering.0 += start.elapsed().as_secs_f64();
+        self.lowering.1 += 1;
         self.known.insert(c.hash.clone(), f.clone());
         f
     }
