@@ -18,8 +18,8 @@ use strata::{Pipeline, Schedule, Sizes};
 
 /// The sizes a random shape draws each size from.
 const SIZES: [i64; 10] = [16, 24, 32, 48, 64, 96, 128, 192, 256, 512];
-/// A shape whose sizes multiply past this is drawn again: the reference answer of each round
-/// is computed by the (slow) evaluator, and a round should take seconds.
+/// Sizes multiplying past this are made smaller: the reference answer of each round is
+/// computed by the (slow) evaluator, and a round should take seconds.
 const MAX_SIZE_PRODUCT: f64 = 8.0e6;
 /// Draws of a shape before a kernel is given up for the round.
 const SHAPE_TRIES: usize = 50;
@@ -91,16 +91,24 @@ pub(crate) fn train(db: &Db, settings: &TrainSettings) -> Result<u64, String> {
     Ok(recorded)
 }
 
-/// A shape of `kernel` its default schedule lowers at, every size from [`SIZES`], not past
-/// [`MAX_SIZE_PRODUCT`] in all.
+/// A shape of `kernel` its default schedule lowers at, every size drawn from [`SIZES`] and the
+/// largest halved (down to 16) while they multiply past [`MAX_SIZE_PRODUCT`] (a kernel of five
+/// sizes, a convolution's, would otherwise rarely be drawn small enough).
 fn random_shape(kernel: &Pipeline, rng: &mut StdRng) -> Option<Sizes> {
     let names = kernel.size_vars();
     (0..SHAPE_TRIES).find_map(|_| {
-        let sizes: Sizes = (names.iter())
+        let mut sizes: Sizes = (names.iter())
             .map(|n| (n.clone(), *SIZES.choose(rng).unwrap_or(&64)))
             .collect();
-        let product: f64 = sizes.values().map(|&v| v as f64).product();
-        let lowers = strata::jit::lower_for(kernel, &Schedule::new(), &sizes).is_ok();
-        (product <= MAX_SIZE_PRODUCT && lowers).then_some(sizes)
+        while sizes.values().map(|&v| v as f64).product::<f64>() > MAX_SIZE_PRODUCT {
+            let largest = sizes.values_mut().max()?;
+            if *largest <= SIZES[0] {
+                return None;
+            }
+            *largest = (*largest / 2).max(SIZES[0]);
+        }
+        strata::jit::lower_for(kernel, &Schedule::new(), &sizes)
+            .is_ok()
+            .then_some(sizes)
     })
 }

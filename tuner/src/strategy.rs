@@ -113,6 +113,15 @@ impl Searcher {
         }
     }
 
+    /// The loop-nest features the learned model computed, by schedule hash (none without
+    /// one).
+    pub fn known_loop_features(&self) -> std::collections::HashMap<String, Vec<f64>> {
+        self.guide
+            .as_ref()
+            .map(Guide::known_loop_features)
+            .unwrap_or_default()
+    }
+
     /// The learned model's training samples (0 without one).
     pub fn guide_samples(&self) -> usize {
         self.guide.as_ref().map_or(0, Guide::samples)

@@ -14,7 +14,7 @@ use strata_schedule::Schedule;
 use strata_scheduler::features::LoopFeatures;
 use strata_tuner::learned::autoschedule::{autoschedule, AutoscheduleError};
 use strata_tuner::learned::guide::Guide;
-use strata_tuner::learned::samples_from_db;
+use strata_tuner::learned::{cache_run_features, samples_from_db};
 use strata_tuner::space::{schedule_hash, Space};
 use strata_tuner::strategy::Searcher;
 use strata_tuner::StrategyKind;
@@ -231,5 +231,45 @@ fn a_guided_search_proposes_schedules_the_law_ranks_faster() {
     assert!(
         guided < unguided,
         "mean log seconds: guided {guided}, unguided {unguided}"
+    );
+}
+
+#[test]
+fn features_are_cached_per_run_and_read_from_the_cache() {
+    let (db, _path) = temp_db("cache");
+    let at = sizes(&[("M", 32), ("N", 32), ("K", 16)]);
+    record_run(&db, MATMUL, &at, target(), 12);
+    let (run_id, run) = db.runs().unwrap().pop().unwrap();
+    let key = run.start.key;
+    let fkey = strata_tuning_db::FeatureKey {
+        kernel_hash: &key.kernel_hash,
+        shape: &key.shape,
+        version: i64::from(strata_scheduler::features::FEATURE_VERSION),
+    };
+    let pipeline = kernel(MATMUL);
+    let before = samples_from_db(&db, &target(), "cranelift", 100).unwrap();
+    cache_run_features(&db, run_id, &pipeline, &at, &key, &Default::default()).unwrap();
+    let cached = db.cached_features(fkey).unwrap();
+    assert_eq!(cached.len(), 12, "every timed schedule of the run");
+    assert_eq!(
+        samples_from_db(&db, &target(), "cranelift", 100).unwrap(),
+        before
+    );
+    // The samples come from the cache: what it holds is what they read.
+    let marked: Vec<(String, Vec<f64>)> = cached
+        .keys()
+        .map(|h| {
+            (
+                h.clone(),
+                vec![7.0; strata_scheduler::features::FEATURE_NAMES.len()],
+            )
+        })
+        .collect();
+    db.cache_features(fkey, &marked).unwrap();
+    let samples = samples_from_db(&db, &target(), "cranelift", 100).unwrap();
+    assert!(
+        samples.iter().all(|s| s.features[0] == 7.0),
+        "{:?}",
+        samples[0]
     );
 }

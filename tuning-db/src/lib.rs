@@ -67,6 +67,7 @@ mod checksum;
 mod db;
 mod error;
 mod exchange;
+mod features;
 mod model;
 mod output;
 mod plausible;
@@ -80,6 +81,7 @@ mod settings;
 pub use db::{Db, OpenOptions, DEFAULT_BUSY_TIMEOUT};
 pub use error::{short_hash, DbError, Miss};
 pub use exchange::{ImportCheck, EXPORT_FORMAT, EXPORT_VERSION};
+pub use features::FeatureKey;
 pub use model::{
     canonical_params, canonical_shape, DamagedRow, Measurement, NewRun, ReportEntry, Run, Status,
     Target, TrialTime, TuningKey, UnstableTime, Winner, DEFAULT_BACKEND, TRIAL_DEFINITION,

@@ -158,6 +158,23 @@ UPDATE measurements SET checksum = (
 ALTER TABLE measurements DROP COLUMN settings;
 "#;
 
+/// Version 7: a cache of the loop-nest features of measured schedules, which the tuner's
+/// learned cost model trains on (derived data: the kernel's source, the shape and the
+/// schedule are in the run and its measurements, and a feature computed again is the same).
+/// Keyed by what they depend on: kernel, shape, schedule and the features' version (a newer
+/// tuner computes newer features beside the old). Not covered by checksums, not exported: a
+/// damaged or missing row can only cost the model a sample or the time to lower it again.
+const V7: &str = r#"
+CREATE TABLE loop_features (
+    kernel_hash   TEXT NOT NULL,
+    shape         TEXT NOT NULL,
+    schedule_hash TEXT NOT NULL,
+    version       INTEGER NOT NULL,
+    features      TEXT NOT NULL,   -- a JSON array of numbers
+    PRIMARY KEY (kernel_hash, shape, schedule_hash, version)
+);
+"#;
+
 /// The schema's history, oldest first; versions are 1, 2, 3, … in order. A step is never
 /// edited once released: files in the field were made by it.
 pub const MIGRATIONS: &[Migration] = &[
@@ -185,6 +202,10 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 6,
         sql: V6,
     },
+    Migration {
+        version: 7,
+        sql: V7,
+    },
 ];
 
 /// The schema version this build writes: the last migration's.
@@ -209,9 +230,17 @@ pub(crate) fn reader_views(from: i64) -> Option<String> {
         views.push_str(&checksummed_view(measurements));
         measurements = "temp.checksummed";
     }
-    views.push_str(&typed_settings_views(measurements));
+    if from < 6 {
+        views.push_str(&typed_settings_views(measurements));
+    }
+    // Version 7's cache of features, empty: an older file has none cached.
+    views.push_str(EMPTY_FEATURES_VIEW);
     Some(views)
 }
+
+/// Version 7's `loop_features`, as an empty view of an older file.
+const EMPTY_FEATURES_VIEW: &str = "CREATE TEMP VIEW loop_features AS SELECT '' AS kernel_hash, \
+    '' AS shape, '' AS schedule_hash, 0 AS version, '' AS features WHERE 0;";
 
 /// The runs of an older file as the view `runs`, with the columns added since `from`
 /// holding what their migrations give old rows (in the order they add them).
@@ -714,7 +743,7 @@ mod tests {
             )
             .unwrap();
             conn.execute_batch(&reader_views(from).unwrap()).unwrap();
-            for table in ["runs", "measurements"] {
+            for table in ["runs", "measurements", "loop_features"] {
                 assert_eq!(
                     columns(&conn, table),
                     columns(&current, table),

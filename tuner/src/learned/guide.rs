@@ -3,7 +3,7 @@
 //! fastest, and is refitted every few measurements with the run's own, which count more
 //! (refined online, as Ansor's model is between rounds).
 
-use super::{features, LearnedModel, Sample};
+use super::{loop_features, model_input, LearnedModel, Sample};
 use crate::strategy::Candidate;
 use std::collections::HashMap;
 use strata_dsl::{Pipeline, Sizes};
@@ -21,7 +21,7 @@ const FEWEST_CHOICES: usize = 2;
 /// milliseconds to lower, and its search would spend more time ranking than measuring.
 const PICK_SECONDS: f64 = 0.25;
 
-/// Computes a schedule's features (lowering it), `None` when it does not lower.
+/// Computes a schedule's loop-nest features (lowering it), `None` when it does not lower.
 pub type Featurize = Box<dyn Fn(&Schedule) -> Option<Vec<f64>>>;
 
 /// The learned model of a search, with what it was trained on.
@@ -31,16 +31,21 @@ pub struct Guide {
     run: Vec<Sample>,
     unfitted: usize,
     featurize: Featurize,
-    /// Features by schedule hash (a candidate ranked and then measured is lowered once).
+    /// The threads the candidates run with (the model's last input).
+    threads: usize,
+    /// Loop-nest features by schedule hash (a candidate ranked and then measured is lowered
+    /// once).
     known: HashMap<String, Option<Vec<f64>>>,
     /// Seconds spent lowering candidates for their features, and how many were.
     lowering: (f64, u32),
 }
 
 impl Guide {
-    /// A guide trained on `history` that lowers candidates with `featurize`.
-    pub fn new(history: Vec<Sample>, featurize: Featurize) -> Guide {
+    /// A guide trained on `history` that lowers candidates with `featurize`, for candidates
+    /// run with `threads`.
+    pub fn new(history: Vec<Sample>, featurize: Featurize, threads: usize) -> Guide {
         Guide {
+            threads,
             model: LearnedModel::fit(&history),
             history,
             run: Vec::new(),
@@ -59,8 +64,8 @@ impl Guide {
         history: Vec<Sample>,
     ) -> Guide {
         let (pipeline, sizes) = (pipeline.clone(), sizes.clone());
-        let featurize = move |s: &Schedule| features(&pipeline, s, &sizes, threads).ok();
-        Guide::new(history, Box::new(featurize))
+        let featurize = move |s: &Schedule| loop_features(&pipeline, s, &sizes).ok();
+        Guide::new(history, Box::new(featurize), threads)
     }
 
     /// Whether it has a model (enough samples to fit one).
@@ -122,7 +127,20 @@ impl Guide {
         Some(best)
     }
 
+    /// The loop-nest features computed so far, by schedule hash (for the database's cache).
+    pub fn known_loop_features(&self) -> HashMap<String, Vec<f64>> {
+        (self.known.iter())
+            .filter_map(|(hash, f)| Some((hash.clone(), f.clone()?)))
+            .collect()
+    }
+
+    /// The model's input for a candidate (its loop nest lowered once).
     fn features_of(&mut self, c: &Candidate) -> Option<Vec<f64>> {
+        let threads = self.threads;
+        Some(model_input(&self.loop_features_of(c)?, threads))
+    }
+
+    fn loop_features_of(&mut self, c: &Candidate) -> Option<Vec<f64>> {
         if let Some(known) = self.known.get(&c.hash) {
             return known.clone();
         }

@@ -15,7 +15,7 @@ pub mod autoschedule;
 pub mod guide;
 mod samples;
 
-pub use samples::{samples_from_db, Sample};
+pub use samples::{cache_run_features, samples_from_db, Sample};
 
 use gbdt::config::{Config, Loss};
 use gbdt::decision_tree::{Data, DataVec};
@@ -34,18 +34,37 @@ const SHRINKAGE: f32 = 0.15;
 /// A leaf holds this many samples at least (no leaf fitted to one noisy measurement).
 const MIN_LEAF: usize = 3;
 
-/// The model's input for a candidate: its loop nest's features, then the log of the thread
-/// count it runs with (parallel work is only worth what the threads make of it).
+/// The model's input for a candidate: its loop nest's features ([`loop_features`]), then the
+/// log of the thread count it runs with (parallel work is only worth what the threads make
+/// of it).
 pub fn features(
     pipeline: &Pipeline,
     schedule: &Schedule,
     sizes: &Sizes,
     threads: usize,
 ) -> Result<Vec<f64>, String> {
+    Ok(model_input(
+        &loop_features(pipeline, schedule, sizes)?,
+        threads,
+    ))
+}
+
+/// The features of the loop nest `schedule` makes of `pipeline` at `sizes` (what the
+/// database caches: they do not depend on the threads).
+pub fn loop_features(
+    pipeline: &Pipeline,
+    schedule: &Schedule,
+    sizes: &Sizes,
+) -> Result<Vec<f64>, String> {
     let kernel = strata_jit::lower_for(pipeline, schedule, sizes).map_err(|e| e.to_string())?;
-    let mut f = LoopFeatures::of(&kernel).vector();
+    Ok(LoopFeatures::of(&kernel).vector())
+}
+
+/// A loop nest's features with the thread count: what the model reads.
+pub fn model_input(loop_features: &[f64], threads: usize) -> Vec<f64> {
+    let mut f = loop_features.to_vec();
     f.push((threads.max(1) as f64).ln());
-    Ok(f)
+    f
 }
 
 /// How many entries [`features`] gives.

@@ -1,12 +1,16 @@
 //! The learned model's training data: measurements as (features, seconds), read back from the
-//! database by lowering each recorded schedule of each recorded kernel again (the database
-//! keeps the kernel's source, the shape and the schedule's text, so nothing else needs
-//! storing, and features of a newer version come from old records too).
+//! database. A measurement's loop-nest features come from the database's cache
+//! (`loop_features`, filled at the end of every tuning run by [`cache_run_features`]), or,
+//! for records older than the cache or than this version of the features, by lowering the
+//! recorded schedule of the recorded kernel again (the database keeps the kernel's source,
+//! the shape and the schedule's text).
 
-use super::{features, FEATURE_COUNT};
+use super::{loop_features, model_input, FEATURE_COUNT};
+use std::collections::HashMap;
 use strata_dsl::{Pipeline, Sizes};
 use strata_schedule::text::parse_schedule;
-use strata_tuning_db::{Db, DbError, Run, Status, Target};
+use strata_scheduler::features::FEATURE_VERSION;
+use strata_tuning_db::{Db, DbError, FeatureKey, Measurement, Run, Status, Target, TuningKey};
 
 /// One measurement as the model learns from it.
 #[derive(Clone, Debug, PartialEq)]
@@ -59,19 +63,21 @@ pub fn samples_from_db(
             continue;
         };
         let threads = key.target.threads as usize;
+        let cached = db.cached_features(feature_key(key))?;
         for m in db.measurements(run_id)? {
             if samples.len() >= limit {
                 break;
             }
-            let (Status::Ok, false, Some(seconds)) = (&m.status, m.remeasured, m.median_s) else {
+            let Some(seconds) = trusted_search_time(&m) else {
                 continue;
             };
-            let Ok(schedule) = parse_schedule(&m.schedule) else {
-                continue;
+            let features = match cached.get(&m.schedule_hash) {
+                Some(f) => Some(f.clone()),
+                None => lowered_features(&pipeline, &m.schedule, &sizes),
             };
-            if let Ok(features) = features(&pipeline, &schedule, &sizes, threads) {
+            if let Some(f) = features {
                 samples.push(Sample {
-                    features,
+                    features: model_input(&f, threads),
                     seconds,
                     weight: 1.0,
                 });
@@ -79,6 +85,56 @@ pub fn samples_from_db(
         }
     }
     Ok(samples)
+}
+
+/// Caches the loop-nest features of every timed search measurement of run `run_id` (of
+/// `pipeline` at `sizes`, recorded under `key`) that the cache lacks; `known` holds features
+/// already computed, by schedule hash (a guided search's), which are not computed again.
+pub fn cache_run_features(
+    db: &Db,
+    run_id: i64,
+    pipeline: &Pipeline,
+    sizes: &Sizes,
+    key: &TuningKey,
+    known: &HashMap<String, Vec<f64>>,
+) -> Result<(), DbError> {
+    let fkey = feature_key(key);
+    let cached = db.cached_features(fkey)?;
+    let rows: Vec<(String, Vec<f64>)> = db
+        .measurements(run_id)?
+        .iter()
+        .filter(|m| trusted_search_time(m).is_some() && !cached.contains_key(&m.schedule_hash))
+        .filter_map(|m| {
+            let f = (known.get(&m.schedule_hash).cloned())
+                .or_else(|| lowered_features(pipeline, &m.schedule, sizes))?;
+            Some((m.schedule_hash.clone(), f))
+        })
+        .collect();
+    db.cache_features(fkey, &rows)
+}
+
+/// The cache entry of a tuning key's kernel and shape, for this version of the features.
+fn feature_key(key: &TuningKey) -> FeatureKey<'_> {
+    FeatureKey {
+        kernel_hash: &key.kernel_hash,
+        shape: &key.shape,
+        version: i64::from(FEATURE_VERSION),
+    }
+}
+
+/// A search measurement's time when it ran and is trusted (a re-measurement is left out:
+/// its search measurement is in).
+fn trusted_search_time(m: &Measurement) -> Option<f64> {
+    match (&m.status, m.remeasured) {
+        (Status::Ok, false) => m.median_s,
+        _ => None,
+    }
+}
+
+/// The loop-nest features of a recorded schedule, when its text still parses and lowers.
+fn lowered_features(pipeline: &Pipeline, schedule: &str, sizes: &Sizes) -> Option<Vec<f64>> {
+    let schedule = parse_schedule(schedule).ok()?;
+    loop_features(pipeline, &schedule, sizes).ok()
 }
 
 /// The kernel a run tuned and the shape it tuned at, when its record still parses.

@@ -7,7 +7,7 @@ use super::key::now_rfc3339;
 use super::{StopReason, TrialTime, TuneError, TuneOptions, UnstableTime};
 use super::{REMEASURE, RUN_FLOOR, SLOW_FACTOR, SLOW_FLOOR};
 use crate::learned::guide::Guide;
-use crate::learned::samples_from_db;
+use crate::learned::{cache_run_features, samples_from_db};
 use crate::space::{schedule_hash, Genome, Space};
 use crate::strategy::{Candidate, Searcher};
 use crate::worker::{Outcome, Request, Setup, Worker};
@@ -127,6 +127,17 @@ impl Session<'_> {
             self.update_bar(&bar, default, start);
         };
         bar.finish_and_clear();
+        // Only a speed-up of later runs' models: a cache that cannot be written costs them
+        // the time to lower these schedules again, and this run nothing.
+        let known = searcher.known_loop_features();
+        let _ = cache_run_features(
+            self.db,
+            self.run_id,
+            pipeline,
+            &self.setup.sizes,
+            key,
+            &known,
+        );
         Ok((stop, default))
     }
 
