@@ -36,9 +36,16 @@ pub(crate) struct TrainArgs {
     /// Seed of the kernels, shapes and schedules drawn.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Measure nothing: print how well the model ranks each kernel's measurements in the
+    /// database when trained on the other kernels' (leave-one-kernel-out).
+    #[arg(long)]
+    evaluate: bool,
 }
 
 pub(crate) fn command(args: TrainArgs) -> Result<(), String> {
+    if args.evaluate {
+        return evaluate(&args);
+    }
     let files = if args.files.is_empty() {
         example_files()?
     } else {
@@ -81,4 +88,42 @@ fn example_files() -> Result<Vec<PathBuf>, String> {
         .collect();
     files.sort();
     Ok(files)
+}
+
+/// The leave-one-kernel-out table of the database's measurements on this machine.
+fn evaluate(args: &TrainArgs) -> Result<(), String> {
+    use strata::tuner::learned::{evaluate::leave_one_kernel_out, samples_from_db};
+    let db_path = (args.db.clone()).unwrap_or_else(strata::tuner::tune::default_db_path);
+    let db = strata::tuning_db::Db::open_read_only(&db_path).map_err(|e| format!("error: {e}"))?;
+    let threads = args.threads.unwrap_or_else(default_threads);
+    let target = strata::tuner::tune::host_target(threads);
+    let backend = args.backend.built()?;
+    let samples = samples_from_db(&db, &target, backend.name(), usize::MAX)
+        .map_err(|e| format!("error: {e}"))?;
+    let held = leave_one_kernel_out(&samples);
+    if held.is_empty() {
+        return super::print_out(&format!(
+            "{} measurements on this machine with {backend}: too few kernels to hold one out",
+            samples.len()
+        ));
+    }
+    let mut lines = vec![format!(
+        "{:<24} {:>8} {:>8} {:>10}",
+        "held-out kernel", "samples", "pairs", "ranked ok"
+    )];
+    for h in &held {
+        lines.push(format!(
+            "{:<24} {:>8} {:>8} {:>9.1}%",
+            h.kernel,
+            h.samples,
+            h.pairs,
+            100.0 * h.pair_agreement
+        ));
+    }
+    lines.push(format!(
+        "each kernel ranked by a model of the others' measurements ({} in all, {backend}); \
+         pairs of one shape more than 5% apart; 50% is chance",
+        samples.len()
+    ));
+    super::print_out(&lines.join("\n"))
 }

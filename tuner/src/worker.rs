@@ -515,10 +515,20 @@ impl Default for WorkerCommand {
 }
 
 impl WorkerCommand {
-    /// This program as a worker (it must call `run_worker_if_requested`).
+    /// This program as a worker (it must call `run_worker_if_requested`). On Linux it is
+    /// started as `/proc/self/exe`, the very file this process runs: a binary rebuilt or
+    /// reinstalled during a long run (`cargo build` while `strata train` measures) has a new
+    /// file at the old path, and its path then names nothing this process can start (every
+    /// later candidate was recorded as a crash) or a program of another version.
     pub fn current_exe() -> std::io::Result<WorkerCommand> {
+        let own = std::path::Path::new("/proc/self/exe");
+        let program = if cfg!(target_os = "linux") && own.exists() {
+            own.to_path_buf()
+        } else {
+            std::env::current_exe()?
+        };
         Ok(WorkerCommand {
-            program: std::env::current_exe()?,
+            program,
             args: Vec::new(),
             env: Vec::new(),
         })

@@ -99,6 +99,7 @@ impl Guide {
             features,
             seconds,
             weight: RUN_WEIGHT,
+            origin: String::new(),
         });
         self.unfitted += 1;
         if self.unfitted >= REFIT_EVERY {

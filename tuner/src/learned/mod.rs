@@ -12,6 +12,7 @@
 //! the features. A small MLP would need more samples and tuning of its own.
 
 pub mod autoschedule;
+pub mod evaluate;
 pub mod guide;
 mod samples;
 

@@ -21,6 +21,9 @@ pub struct Sample {
     pub seconds: f64,
     /// How much it counts (the run being tuned counts more than the database's history).
     pub weight: f64,
+    /// What was measured: the kernel's name and the shape (`matmul at M=64,N=64,K=64`; empty
+    /// for the run being tuned), for evaluations that hold a kernel out.
+    pub origin: String,
 }
 
 impl Sample {
@@ -80,6 +83,7 @@ pub fn samples_from_db(
                     features: model_input(&f, threads),
                     seconds,
                     weight: 1.0,
+                    origin: format!("{} at {}", key.kernel_name, key.shape),
                 });
             }
         }

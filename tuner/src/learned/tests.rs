@@ -21,6 +21,7 @@ fn synthetic(n: usize, seed: u64) -> Vec<Sample> {
                 features,
                 seconds: log_s.exp(),
                 weight: 1.0,
+                origin: String::new(),
             }
         })
         .collect()

@@ -1,0 +1,74 @@
+//! How well the learned model ranks schedules of a kernel it has not seen: for each kernel
+//! of the database, a model trained on the others ranks that kernel's measurements, and the
+//! share of pairs of schedules (of one shape) it orders as their times do is reported (0.5 is
+//! chance, 1 a perfect ranking). The number that says whether pre-training (`strata train`)
+//! helps a new kernel, measured without measuring anything new.
+
+use super::{LearnedModel, Sample};
+use std::collections::BTreeMap;
+
+/// The held-out ranking of one kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeldOut {
+    /// The kernel's name.
+    pub kernel: String,
+    /// Its measurements ranked.
+    pub samples: usize,
+    /// The share of pairs ordered as their times are (pairs within one shape whose times
+    /// differ by more than 5%, so noise is not ranked).
+    pub pair_agreement: f64,
+    /// Those pairs.
+    pub pairs: usize,
+}
+
+/// Times closer than this ratio are a tie, not a pair to rank.
+const TIE: f64 = 1.05;
+
+/// Each kernel of `samples` held out in turn (kernels with fewer than 2 samples, or whose
+/// others train no model, are left out).
+pub fn leave_one_kernel_out(samples: &[Sample]) -> Vec<HeldOut> {
+    let kernel_of = |s: &Sample| s.origin.split(" at ").next().unwrap_or("").to_string();
+    let mut kernels: BTreeMap<String, Vec<&Sample>> = BTreeMap::new();
+    for s in samples.iter().filter(|s| s.usable()) {
+        kernels.entry(kernel_of(s)).or_default().push(s);
+    }
+    kernels
+        .iter()
+        .filter_map(|(kernel, held)| {
+            let others: Vec<Sample> = (samples.iter())
+                .filter(|s| kernel_of(s) != *kernel)
+                .cloned()
+                .collect();
+            let model = LearnedModel::fit(&others)?;
+            let features: Vec<Vec<f64>> = held.iter().map(|s| s.features.clone()).collect();
+            let predicted = model.predict(&features);
+            let (agree, pairs) = agreement(held, &predicted);
+            (pairs > 0).then(|| HeldOut {
+                kernel: kernel.clone(),
+                samples: held.len(),
+                pair_agreement: agree as f64 / pairs as f64,
+                pairs,
+            })
+        })
+        .collect()
+}
+
+/// Pairs of one origin (kernel and shape) whose times differ by more than [`TIE`]: how many
+/// the predictions order alike, and how many there are.
+fn agreement(held: &[&Sample], predicted: &[f64]) -> (usize, usize) {
+    let (mut agree, mut pairs) = (0, 0);
+    for i in 0..held.len() {
+        for j in i + 1..held.len() {
+            let (a, b) = (held[i], held[j]);
+            let ratio = a.seconds.max(b.seconds) / a.seconds.min(b.seconds);
+            if a.origin != b.origin || ratio <= TIE {
+                continue;
+            }
+            pairs += 1;
+            if (a.seconds < b.seconds) == (predicted[i] < predicted[j]) {
+                agree += 1;
+            }
+        }
+    }
+    (agree, pairs)
+}
