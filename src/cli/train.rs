@@ -108,21 +108,23 @@ fn evaluate(args: &TrainArgs) -> Result<(), String> {
         ));
     }
     let mut lines = vec![format!(
-        "{:<24} {:>8} {:>8} {:>10}",
-        "held-out kernel", "samples", "pairs", "ranked ok"
+        "{:<24} {:>8} {:>8} {:>10} {:>10}",
+        "held-out kernel", "samples", "pairs", "model", "counts"
     )];
     for h in &held {
         lines.push(format!(
-            "{:<24} {:>8} {:>8} {:>9.1}%",
+            "{:<24} {:>8} {:>8} {:>9.1}% {:>9.1}%",
             h.kernel,
             h.samples,
             h.pairs,
-            100.0 * h.pair_agreement
+            100.0 * h.pair_agreement,
+            100.0 * h.baseline_agreement
         ));
     }
     lines.push(format!(
-        "each kernel ranked by a model of the others' measurements ({} in all, {backend}); \
-         pairs of one shape more than 5% apart; 50% is chance",
+        "pairs of one kernel's schedules (one shape, times more than 5% apart) ranked as \
+         measured: by a model of the other kernels' measurements ({} in all, {backend}), and by \
+         the instructions and loads counted from each loop nest; 50% is chance",
         samples.len()
     ));
     super::print_out(&lines.join("\n"))

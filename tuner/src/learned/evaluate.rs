@@ -6,6 +6,7 @@
 
 use super::{LearnedModel, Sample};
 use std::collections::BTreeMap;
+use strata_scheduler::features::FEATURE_NAMES;
 
 /// The held-out ranking of one kernel.
 #[derive(Clone, Debug, PartialEq)]
@@ -19,6 +20,9 @@ pub struct HeldOut {
     pub pair_agreement: f64,
     /// Those pairs.
     pub pairs: usize,
+    /// The share a baseline with nothing learned orders alike: the instructions and loads a
+    /// schedule executes, counted from its loop nest (what the model must do better than).
+    pub baseline_agreement: f64,
 }
 
 /// Times closer than this ratio are a tie, not a pair to rank.
@@ -43,14 +47,27 @@ pub fn leave_one_kernel_out(samples: &[Sample]) -> Vec<HeldOut> {
             let features: Vec<Vec<f64>> = held.iter().map(|s| s.features.clone()).collect();
             let predicted = model.predict(&features);
             let (agree, pairs) = agreement(held, &predicted);
+            let counted: Vec<f64> = held.iter().map(|s| executed(&s.features)).collect();
+            let (baseline, _) = agreement(held, &counted);
             (pairs > 0).then(|| HeldOut {
                 kernel: kernel.clone(),
                 samples: held.len(),
                 pair_agreement: agree as f64 / pairs as f64,
                 pairs,
+                baseline_agreement: baseline as f64 / pairs as f64,
             })
         })
         .collect()
+}
+
+/// Instructions plus loads executed, from a sample's features (`log_instructions` and
+/// `log_loads` are `ln(1 + count)`).
+fn executed(features: &[f64]) -> f64 {
+    let count = |name: &str| {
+        let at = FEATURE_NAMES.iter().position(|n| *n == name);
+        at.and_then(|i| features.get(i)).map_or(0.0, |x| x.exp_m1())
+    };
+    count("log_instructions") + count("log_loads")
 }
 
 /// Pairs of one origin (kernel and shape) whose times differ by more than [`TIE`]: how many

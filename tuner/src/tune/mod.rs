@@ -275,6 +275,7 @@ pub fn tune(
         started,
         deadline,
         budget_hit: false,
+        last_step: Duration::ZERO,
         best_seconds: None,
         failures: BTreeMap::new(),
         timed: Vec::new(),

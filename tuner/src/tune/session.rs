@@ -63,6 +63,9 @@ pub(super) struct Session<'a> {
     pub(super) deadline: Option<Instant>,
     /// A measurement was cut off (or not started) because the time budget ran out.
     pub(super) budget_hit: bool,
+    /// How long the last search step took, proposing included (the learned model's refits
+    /// and lowering are part of it), to budget the next.
+    pub(super) last_step: Duration,
     /// The fastest search time so far, the database's best of earlier runs included (the
     /// cutoff for slow candidates).
     pub(super) best_seconds: Option<f64>,
@@ -119,11 +122,13 @@ impl Session<'_> {
             if let Some(reason) = self.budget_spent() {
                 break reason;
             }
+            let step = Instant::now();
             let Some(candidate) = searcher.propose() else {
                 break StopReason::SpaceExhausted;
             };
             let seconds = self.measure(&candidate, Kind::Search)?;
             searcher.observe_candidate(&candidate, seconds);
+            self.last_step = step.elapsed();
             self.update_bar(&bar, default, start);
         };
         bar.finish_and_clear();
@@ -166,9 +171,11 @@ impl Session<'_> {
         let (Some(time), Some(deadline)) = (self.options.time, self.deadline) else {
             return None;
         };
-        // The next candidate is expected to take as long as the last one did: one that
-        // could not finish would be cut off and its time lost.
-        let next = self.timed.last().map_or(Duration::ZERO, |t| t.wall);
+        // The next step is expected to take as long as the last one did (proposing, which
+        // the learned model makes longer, and measuring): a candidate that could not finish
+        // would be cut off and its time lost, and the re-measurement's time eaten.
+        let last_timed = self.timed.last().map_or(Duration::ZERO, |t| t.wall);
+        let next = last_timed.max(self.last_step);
         let end = Instant::now() + self.confirm_reserve(time) + next;
         (self.budget_hit || end >= deadline).then_some(StopReason::TimeBudget(time.as_secs_f64()))
     }
