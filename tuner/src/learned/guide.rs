@@ -12,8 +12,12 @@ use strata_schedule::Schedule;
 /// The run's measurements count this many times a history sample: they are of the kernel
 /// and shape being tuned.
 const RUN_WEIGHT: f64 = 4.0;
-/// The model is refitted after this many new measurements of the run.
+/// The model is refitted after this many new measurements of the run, or after one per
+/// `REFIT_SHARE` samples it would be fitted on when that is more: a fit's time grows with its
+/// samples (thousands of history samples take a good part of a second), and counting keeps
+/// the search deterministic, as a clock would not.
 const REFIT_EVERY: usize = 8;
+const REFIT_SHARE: usize = 64;
 /// Candidates offered to the model per pick at most, and at least.
 const MOST_CHOICES: usize = 12;
 const FEWEST_CHOICES: usize = 2;
@@ -102,7 +106,8 @@ impl Guide {
             origin: String::new(),
         });
         self.unfitted += 1;
-        if self.unfitted >= REFIT_EVERY {
+        let samples = self.history.len() + self.run.len();
+        if self.unfitted >= REFIT_EVERY.max(samples / REFIT_SHARE) {
             self.refit();
         }
     }
