@@ -83,6 +83,37 @@ pub struct LoopFeatures {
     pub produces: f64,
 }
 
+/// Applies `a.f += k * b.f` to every count `f` of [`LoopFeatures`].
+macro_rules! add_scaled_fields {
+    ($a:ident, $b:ident, $k:ident) => {
+        $a.work += $k * $b.work;
+        $a.instructions += $k * $b.instructions;
+        $a.index_ops += $k * $b.index_ops;
+        $a.transcendentals += $k * $b.transcendentals;
+        $a.divisions += $k * $b.divisions;
+        $a.loads += $k * $b.loads;
+        $a.load_bytes += $k * $b.load_bytes;
+        $a.dense_loads += $k * $b.dense_loads;
+        $a.gathers += $k * $b.gathers;
+        $a.invariant_loads += $k * $b.invariant_loads;
+        $a.strided_loads += $k * $b.strided_loads;
+        $a.stores += $k * $b.stores;
+        $a.store_bytes += $k * $b.store_bytes;
+        $a.dense_stores += $k * $b.dense_stores;
+        $a.l1_reuse_bytes += $k * $b.l1_reuse_bytes;
+        $a.l2_reuse_bytes += $k * $b.l2_reuse_bytes;
+        $a.streamed_bytes += $k * $b.streamed_bytes;
+        $a.iterations += $k * $b.iterations;
+        $a.innermost_iterations += $k * $b.innermost_iterations;
+        $a.parallel_work += $k * $b.parallel_work;
+        $a.parallel_tasks += $k * $b.parallel_tasks;
+        $a.guarded_work += $k * $b.guarded_work;
+        $a.allocations += $k * $b.allocations;
+        $a.allocated_bytes += $k * $b.allocated_bytes;
+        $a.produces += $k * $b.produces;
+    };
+}
+
 /// The names of [`LoopFeatures::vector`]'s entries, in order.
 pub const FEATURE_NAMES: [&str; 27] = [
     "log_work",
@@ -120,6 +151,22 @@ impl LoopFeatures {
         let mut walk = Walk::new(kernel);
         walk.stmt(&kernel.body);
         walk.features
+    }
+
+    /// The features of each function `kernel` computes (its `produce` statements, a
+    /// producer computed inside its consumer's loops counted for itself only), in the order
+    /// they first run; they add up to [`LoopFeatures::of`] less what runs outside every
+    /// `produce`.
+    pub fn per_function(kernel: &LoweredKernel) -> Vec<(String, LoopFeatures)> {
+        let mut walk = Walk::new(kernel);
+        walk.stages = Some(Vec::new());
+        walk.stmt(&kernel.body);
+        walk.stages.unwrap_or_default()
+    }
+
+    /// `self + k * other`, every count.
+    fn add_scaled(&mut self, other: &LoopFeatures, k: f64) {
+        add_scaled_fields!(self, other, k);
     }
 
     /// The features as a vector the model reads, named by [`FEATURE_NAMES`]: counts as
@@ -179,6 +226,11 @@ struct Walk {
     /// Element types of the buffers (inputs, output, allocations).
     dtypes: HashMap<String, Dtype>,
     features: LoopFeatures,
+    /// Per function, when asked for ([`LoopFeatures::per_function`]): the counts so far.
+    stages: Option<Vec<(String, LoopFeatures)>>,
+    /// The `produce` statements being walked: each one's function, the counts when it
+    /// began, and what the `produce` statements inside it counted.
+    producing: Vec<(String, LoopFeatures, LoopFeatures)>,
 }
 
 impl Walk {
@@ -198,6 +250,8 @@ impl Walk {
             guarded: false,
             dtypes,
             features: LoopFeatures::default(),
+            stages: None,
+            producing: Vec::new(),
         }
     }
 
@@ -251,9 +305,13 @@ impl Walk {
                 index,
                 value,
             } => self.store(buffer, index, value),
-            Stmt::Produce { body, .. } => {
+            Stmt::Produce { func, body } => {
                 self.features.produces += self.trips;
+                let before = self.features.clone();
+                self.producing
+                    .push((func.clone(), before, LoopFeatures::default()));
                 self.stmt(body);
+                self.end_produce();
             }
             Stmt::Realize { body, .. } => self.stmt(body),
             Stmt::Provide { args, value, .. } => {
@@ -261,6 +319,28 @@ impl Walk {
                 self.expr(value, false);
             }
             Stmt::NoOp => {}
+        }
+    }
+
+    /// Files what the innermost `produce` counted, less its inner ones', under its function,
+    /// and the whole under the enclosing `produce`'s inner counts.
+    fn end_produce(&mut self) {
+        let Some((func, before, inner)) = self.producing.pop() else {
+            return;
+        };
+        let mut total = self.features.clone();
+        total.add_scaled(&before, -1.0);
+        if let Some((_, _, outer_inner)) = self.producing.last_mut() {
+            outer_inner.add_scaled(&total, 1.0);
+        }
+        let Some(stages) = &mut self.stages else {
+            return;
+        };
+        let mut own = total;
+        own.add_scaled(&inner, -1.0);
+        match stages.iter_mut().find(|(f, _)| *f == func) {
+            Some((_, counts)) => counts.add_scaled(&own, 1.0),
+            None => stages.push((func, own)),
         }
     }
 

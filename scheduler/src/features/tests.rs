@@ -76,3 +76,26 @@ fn blocking_for_the_cache_moves_bytes_from_memory_to_reuse() {
         "blocked {blocked:?}\nswept {swept:?}"
     );
 }
+
+#[test]
+fn each_function_counts_its_own_work() {
+    const STAGED: &str = "kernel staged(A: f32[N]) -> C: f32[N] {
+        B(i) = A(i) * 2.0 + 1.0;
+        C(i) = B(i) * B(i);
+    }";
+    let sizes = [("N", 1024)];
+    for schedule in ["B: compute_root()", "B: compute_at(C, i)"] {
+        let pipeline = parse_kernels(STAGED, "staged.strata").unwrap().remove(0);
+        let kernel = lower(&pipeline, &parse_schedule(schedule).unwrap()).unwrap();
+        let kernel = bind_sizes(&kernel, &strata_dsl::sizes(&sizes)).unwrap();
+        let stages = LoopFeatures::per_function(&kernel);
+        let names: Vec<&str> = stages.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(names.len(), 2, "{schedule}: {names:?}");
+        let work = |name: &str| stages.iter().find(|(f, _)| f == name).unwrap().1.work;
+        // B: a multiply and an add per point; C: a multiply per point.
+        assert_eq!(work("B"), 2.0 * 1024.0, "{schedule}");
+        assert_eq!(work("C"), 1024.0, "{schedule}");
+        let all = LoopFeatures::of(&kernel);
+        assert_eq!(work("B") + work("C"), all.work, "{schedule}");
+    }
+}
