@@ -18,10 +18,11 @@
 use crate::compare::{self, interleaved, Rounds, Side};
 use crate::profile::{self, Profile};
 use crate::run::{self, RunSettings};
+use crate::stage_roofline::{self, StageRoofline};
 use std::time::Duration;
 use strata::dsl::random::agree_within;
 use strata::scheduler::{Directive, Line};
-use strata::{Args, Buffer, Pipeline, Schedule, Sizes};
+use strata::{Args, Buffer, LoweredKernel, Pipeline, Schedule, Sizes};
 
 /// Rounds per group of variants timed together.
 pub const ROUNDS: usize = 10;
@@ -69,6 +70,8 @@ pub struct Explanation {
     pub path: Vec<Step>,
     /// The schedule's time per function (`run --profile`'s).
     pub profile: Profile,
+    /// Each function on this machine's roofline.
+    pub roofline: StageRoofline,
 }
 
 /// What every measurement of one explanation shares.
@@ -104,8 +107,12 @@ pub fn explain(
     let units = units(&schedule);
     let (removals, default_time, schedule_time, speedup) = leave_one_out(&cx, &schedule, &units)?;
     let path = add_one_path(&cx, &schedule, &units)?;
-    let profile = profile_of(&cx, &schedule)?;
+    let (profile, lowered) = profile_of(&cx, &schedule)?;
+    let peaks = strata::jit::roofline::measure(true);
+    let backend = settings.backend.name();
+    let roofline = stage_roofline::place(&lowered, &profile, &peaks, settings.threads, backend);
     Ok(Explanation {
+        roofline,
         schedule,
         default_time,
         schedule_time,
@@ -116,8 +123,8 @@ pub fn explain(
     })
 }
 
-/// The schedule's per-function profile, as `run --profile` takes it.
-fn profile_of(cx: &Context, schedule: &Schedule) -> Result<Profile, String> {
+/// The schedule's per-function profile, as `run --profile` takes it, and its loop nest.
+fn profile_of(cx: &Context, schedule: &Schedule) -> Result<(Profile, LoweredKernel), String> {
     let lowered = strata::jit::lower_for(cx.pipeline, schedule, cx.sizes)
         .map_err(|e| format!("error: {e}"))?;
     let side = compare::side(
@@ -128,7 +135,8 @@ fn profile_of(cx: &Context, schedule: &Schedule) -> Result<Profile, String> {
         cx.args,
         cx.settings,
     )?;
-    profile::profile(&lowered, cx.args, side.output(), cx.settings)
+    let profile = profile::profile(&lowered, cx.args, side.output(), cx.settings)?;
+    Ok((profile, lowered))
 }
 
 /// Every directive of `schedule` but `specialize` (which says which version a line belongs
@@ -414,6 +422,8 @@ pub fn report_text(
     lines.push(String::new());
     lines.push(profile::table(&e.profile, settings.threads));
     lines.push(String::new());
+    lines.push(stage_roofline::table(&e.roofline));
+    lines.push(String::new());
     lines.push(
         "share: the part of the schedule's speedup over the default (in logs) the removal loses; \
          negative when the schedule is faster without it"
@@ -452,6 +462,7 @@ pub fn json_text(
         "leave_one_out": e.removals.iter().map(removal).collect::<Vec<_>>(),
         "add_one": e.path.iter().map(step).collect::<Vec<_>>(),
         "profile": profile::json(&e.profile),
+        "roofline": stage_roofline::json(&e.roofline),
     })
     .to_string()
 }

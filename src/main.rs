@@ -7,6 +7,7 @@ mod compare;
 mod explain;
 mod profile;
 mod run;
+mod stage_roofline;
 mod train;
 mod tuning;
 

@@ -18,7 +18,7 @@ use strata_dsl::bounds::ConstantInterval;
 use strata_dsl::{BinOp, Dtype};
 
 /// Bumped whenever a feature's meaning changes: a model trained on other features is stale.
-pub const FEATURE_VERSION: u32 = 1;
+pub const FEATURE_VERSION: u32 = 2;
 
 /// A first-level data cache's size, for the reuse estimate (most x86 cores have 32-48 KiB).
 const L1_BYTES: f64 = 32.0 * 1024.0;
@@ -265,7 +265,7 @@ impl Walk {
                 body,
             } => self.for_loop(var, min, extent, *kind, body),
             Stmt::Let { name, value, body } => {
-                self.expr(value, false);
+                self.expr(value, is_address(value));
                 let interval = bounds(value, &self.scope);
                 self.scope.push_let(name, interval, value);
                 self.lets.push((name.clone(), value.clone()));
@@ -453,13 +453,15 @@ impl Walk {
                 return;
             }
             Expr::Let { name, value, body } => {
-                self.expr(value, in_index);
+                self.expr(value, in_index || is_address(value));
                 self.lets.push((name.clone(), (**value).clone()));
                 self.expr(body, in_index);
                 self.lets.pop();
                 return;
             }
             Expr::Const(_) | Expr::Var(..) | Expr::Param(..) => return,
+            // A cast to the type a value already has (`load as f32x8`) is no instruction.
+            Expr::Cast(ty, value) if value.ty().dtype == ty.dtype => {}
             Expr::Ramp { .. } | Expr::Broadcast { .. } => {}
             _ => self.operation(e, in_index),
         }
@@ -497,6 +499,13 @@ fn restore(dtypes: &mut HashMap<String, Dtype>, name: &str, outer: Option<Dtype>
         Some(d) => dtypes.insert(name.to_string(), d),
         None => dtypes.remove(name),
     };
+}
+
+/// Whether a let's value is address arithmetic: a scalar `i32` (what lowering and CSE bind
+/// loop bases, rows and flat offsets to; a kernel's own `i32` values bound by a let are
+/// rarer, and counted as addresses too).
+fn is_address(value: &Expr) -> bool {
+    value.ty() == crate::ir::Type::I32
 }
 
 /// Whether `s` holds a loop.

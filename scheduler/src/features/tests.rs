@@ -99,3 +99,17 @@ fn each_function_counts_its_own_work() {
         assert_eq!(work("B") + work("C"), all.work, "{schedule}");
     }
 }
+
+#[test]
+fn a_register_tiled_matmul_counts_its_flops_and_no_address_arithmetic_as_work() {
+    let schedule = "C.update(0): tile(i, j, io, jo, ii, ji, 4, 8).split(k, kk, kj, 2).reorder(io, jo, kk, kj, ii, ji).vectorize(ji).unroll(ii).unroll(kj)";
+    let f = features(MATMUL, schedule, &[("M", 64), ("N", 64), ("K", 64)]);
+    // A multiply and an add per (i, j, k); loop bases, rows and offsets are addresses.
+    assert_eq!(f.work, 2.0 * 64.0 * 64.0 * 64.0, "{f:?}");
+    assert_eq!(
+        f.instructions,
+        f.work / 8.0,
+        "every operation on 8 lanes: {f:?}"
+    );
+    assert!(f.index_ops > 0.0);
+}
