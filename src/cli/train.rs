@@ -98,7 +98,7 @@ fn evaluate(args: &TrainArgs) -> Result<(), String> {
     let threads = args.threads.unwrap_or_else(default_threads);
     let target = strata::tuner::tune::host_target(threads);
     let backend = args.backend.built()?;
-    let samples = samples_from_db(&db, &target, backend.name(), usize::MAX)
+    let samples = samples_from_db(&db, &target, backend.name(), usize::MAX, false)
         .map_err(|e| format!("error: {e}"))?;
     let held = leave_one_kernel_out(&samples);
     if held.is_empty() {

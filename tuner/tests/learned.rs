@@ -129,14 +129,14 @@ fn samples_are_read_for_this_machine_and_backend_only() {
         ..target()
     };
     record_run(&db, BLUR, &sizes(&[("H", 34), ("W", 66)]), other, 10);
-    let samples = samples_from_db(&db, &target(), "cranelift", 1000).unwrap();
+    let samples = samples_from_db(&db, &target(), "cranelift", 1000, false).unwrap();
     assert_eq!(samples.len(), 30);
     assert!(samples.iter().all(|s| s.usable()));
-    assert!(samples_from_db(&db, &target(), "llvm", 1000)
+    assert!(samples_from_db(&db, &target(), "llvm", 1000, false)
         .unwrap()
         .is_empty());
     assert_eq!(
-        samples_from_db(&db, &target(), "cranelift", 7)
+        samples_from_db(&db, &target(), "cranelift", 7, false)
             .unwrap()
             .len(),
         7
@@ -213,7 +213,7 @@ fn a_guided_search_proposes_schedules_the_law_ranks_faster() {
         let seeds = space.seeds().len();
         let mut searcher = Searcher::new(StrategyKind::Model, space, 9);
         if guided {
-            let history = samples_from_db(&db, &target(), "cranelift", 1000).unwrap();
+            let history = samples_from_db(&db, &target(), "cranelift", 1000, false).unwrap();
             searcher.set_guide(Guide::for_kernel(&blur, &at, 1, history));
         }
         let mut logs = Vec::new();
@@ -247,14 +247,19 @@ fn features_are_cached_per_run_and_read_from_the_cache() {
         version: i64::from(strata_scheduler::features::FEATURE_VERSION),
     };
     let pipeline = kernel(MATMUL);
-    let before = samples_from_db(&db, &target(), "cranelift", 100).unwrap();
+    let before = samples_from_db(&db, &target(), "cranelift", 100, false).unwrap();
     cache_run_features(&db, run_id, &pipeline, &at, &key, &Default::default()).unwrap();
     let cached = db.cached_features(fkey).unwrap();
     assert_eq!(cached.len(), 12, "every timed schedule of the run");
     assert_eq!(
-        samples_from_db(&db, &target(), "cranelift", 100).unwrap(),
+        samples_from_db(&db, &target(), "cranelift", 100, false).unwrap(),
         before
     );
+    // A reader that may cache fills the cache as cache_run_features does.
+    let (db2, _path2) = temp_db("cache-on-read");
+    record_run(&db2, MATMUL, &at, target(), 12);
+    samples_from_db(&db2, &target(), "cranelift", 100, true).unwrap();
+    assert_eq!(db2.cached_features(fkey).unwrap(), cached);
     // The samples come from the cache: what it holds is what they read.
     let marked: Vec<(String, Vec<f64>)> = cached
         .keys()
@@ -266,7 +271,7 @@ fn features_are_cached_per_run_and_read_from_the_cache() {
         })
         .collect();
     db.cache_features(fkey, &marked).unwrap();
-    let samples = samples_from_db(&db, &target(), "cranelift", 100).unwrap();
+    let samples = samples_from_db(&db, &target(), "cranelift", 100, false).unwrap();
     assert!(
         samples.iter().all(|s| s.features[0] == 7.0),
         "{:?}",

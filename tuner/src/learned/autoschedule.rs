@@ -69,7 +69,7 @@ pub fn autoschedule(
 ) -> Result<Autoscheduled, AutoscheduleError> {
     // The default schedule first: sizes it cannot be lowered at are the user's error.
     features(pipeline, &Schedule::new(), sizes, threads).map_err(AutoscheduleError::Lower)?;
-    let history = samples_from_db(db, target, backend.name(), HISTORY)?;
+    let history = samples_from_db(db, target, backend.name(), HISTORY, false)?;
     let Some(model) = LearnedModel::fit(&history) else {
         return Err(AutoscheduleError::Untrained {
             samples: history.iter().filter(|s| s.usable()).count(),

@@ -46,12 +46,15 @@ impl Sample {
 /// vector features; any thread count, which is a feature) compiled by `backend`, newest runs
 /// first, at most `limit` of them. Damaged rows are never read ([`Db::measurements`]);
 /// re-measurements are left out (their search measurement is in); a record whose kernel or
-/// schedule no longer parses or lowers is skipped.
+/// schedule no longer parses or lowers is skipped. With `cache`, features it had to compute
+/// (records older than the cache or than these features) are cached for the next reader (a
+/// tuning run, whose database is open for writing; a reader writes nothing).
 pub fn samples_from_db(
     db: &Db,
     target: &Target,
     backend: &str,
     limit: usize,
+    cache: bool,
 ) -> Result<Vec<Sample>, DbError> {
     let mut samples = Vec::new();
     for (run_id, run) in db.runs()?.into_iter().rev() {
@@ -67,6 +70,7 @@ pub fn samples_from_db(
         };
         let threads = key.target.threads as usize;
         let cached = db.cached_features(feature_key(key))?;
+        let mut computed = Vec::new();
         for m in db.measurements(run_id)? {
             if samples.len() >= limit {
                 break;
@@ -76,7 +80,9 @@ pub fn samples_from_db(
             };
             let features = match cached.get(&m.schedule_hash) {
                 Some(f) => Some(f.clone()),
-                None => lowered_features(&pipeline, &m.schedule, &sizes),
+                None => lowered_features(&pipeline, &m.schedule, &sizes).inspect(|f| {
+                    computed.push((m.schedule_hash.clone(), f.clone()));
+                }),
             };
             if let Some(f) = features {
                 samples.push(Sample {
@@ -86,6 +92,9 @@ pub fn samples_from_db(
                     origin: format!("{} at {}", key.kernel_name, key.shape),
                 });
             }
+        }
+        if cache && !computed.is_empty() {
+            db.cache_features(feature_key(key), &computed)?;
         }
     }
     Ok(samples)

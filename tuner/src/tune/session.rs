@@ -149,7 +149,7 @@ impl Session<'_> {
     /// The learned model for this run, trained on the database's measurements on this
     /// machine with this backend (every kernel's, at most [`HISTORY`] of the newest).
     fn guide(&self, pipeline: &Pipeline, key: &TuningKey) -> Result<Guide, TuneError> {
-        let history = samples_from_db(self.db, &key.target, &key.backend, HISTORY)?;
+        let history = samples_from_db(self.db, &key.target, &key.backend, HISTORY, true)?;
         let threads = self.options.threads;
         Ok(Guide::for_kernel(
             pipeline,
