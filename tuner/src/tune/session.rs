@@ -18,6 +18,10 @@ use strata_dsl::Pipeline;
 use strata_schedule::Schedule;
 use strata_tuning_db::{Db, Measurement, Settings, Status, TuningKey};
 
+/// How many times its search measurement's time a re-measurement is budgeted (see
+/// [`Session::confirm_reserve`]).
+const CONFIRM_ALLOWANCE: u32 = 3;
+
 /// The most measurements of earlier runs the learned model is trained on (each is lowered
 /// again for its features: about a millisecond each for the example kernels).
 const HISTORY: usize = 3000;
@@ -180,12 +184,18 @@ impl Session<'_> {
         (self.budget_hit || end >= deadline).then_some(StopReason::TimeBudget(time.as_secs_f64()))
     }
 
-    /// The time to keep for the final re-measurement: what measuring the schedules it would
-    /// re-measure took in the search, at most a quarter of the budget (the search is the
-    /// point; a re-measurement that does not fit is skipped, best first kept).
+    /// The time to keep for the final re-measurement: [`CONFIRM_ALLOWANCE`] times what
+    /// measuring the schedules it would re-measure took in the search, and a twentieth of the
+    /// budget at least, at most a quarter of it (the search is the point; a re-measurement that
+    /// does not fit is skipped, best first kept). A confirmation costs more than its search
+    /// measurement did: a fresh worker starts and draws its inputs, and one that disagrees is
+    /// measured twice more. With the search's time alone, a 60 s run left 0.5 s: its best
+    /// was unstable, nothing else was confirmed, and the default became the winner.
     fn confirm_reserve(&self, budget: Duration) -> Duration {
         let expected: Duration = self.to_confirm().iter().map(|t| t.wall).sum();
-        expected.min(budget / 4)
+        (expected * CONFIRM_ALLOWANCE)
+            .max(budget / 20)
+            .min(budget / 4)
     }
 
     /// The measurements the run's end re-measures, in that order: the fastest search
