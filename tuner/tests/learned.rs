@@ -45,13 +45,38 @@ fn law_seconds(pipeline: &Pipeline, schedule: &Schedule, sizes: &Sizes) -> f64 {
     1e-9 * (f.instructions + f.loads + f.index_ops)
 }
 
-fn temp_db(name: &str) -> (Db, std::path::PathBuf) {
-    let path =
-        std::env::temp_dir().join(format!("strata-learned-{name}-{}.db", std::process::id()));
-    for ext in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+/// A fresh database file, removed (with its `-wal` and `-shm`) when dropped.
+struct TempDb(std::path::PathBuf);
+
+impl TempDb {
+    fn remove(&self) {
+        for ext in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{ext}", self.0.display()));
+        }
     }
-    (Db::open(&path).unwrap(), path)
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+fn temp_db(name: &str) -> (Db, TempDb) {
+    let name = format!("strata-learned-{name}-{}.db", std::process::id());
+    let file = TempDb(std::env::temp_dir().join(name));
+    // A file a killed run left.
+    file.remove();
+    (Db::open(&file.0).unwrap(), file)
+}
+
+/// A database of 120 random matmul schedules timed by the law, and the blur at the shape the
+/// transfer tests ask about.
+fn trained_on_matmul(name: &str) -> (Db, TempDb, Pipeline, Sizes) {
+    let (db, file) = temp_db(name);
+    let at = sizes(&[("M", 64), ("N", 64), ("K", 32)]);
+    record_run(&db, MATMUL, &at, target(), 120);
+    (db, file, kernel(BLUR), sizes(&[("H", 130), ("W", 258)]))
 }
 
 /// A run of `source` at `sizes` with `n` random schedules timed by the law.
@@ -116,7 +141,7 @@ fn sizes(pairs: &[(&str, i64)]) -> Sizes {
 
 #[test]
 fn samples_are_read_for_this_machine_and_backend_only() {
-    let (db, _path) = temp_db("samples");
+    let (db, _file) = temp_db("samples");
     record_run(
         &db,
         MATMUL,
@@ -145,7 +170,7 @@ fn samples_are_read_for_this_machine_and_backend_only() {
 
 #[test]
 fn without_measurements_autoschedule_says_what_to_run() {
-    let (db, _path) = temp_db("empty");
+    let (db, _file) = temp_db("empty");
     let blur = kernel(BLUR);
     let err = autoschedule(
         &blur,
@@ -166,16 +191,7 @@ fn without_measurements_autoschedule_says_what_to_run() {
 
 #[test]
 fn a_model_trained_on_matmul_autoschedules_a_blur_faster_by_the_law() {
-    let (db, _path) = temp_db("transfer");
-    record_run(
-        &db,
-        MATMUL,
-        &sizes(&[("M", 64), ("N", 64), ("K", 32)]),
-        target(),
-        120,
-    );
-    let blur = kernel(BLUR);
-    let at = sizes(&[("H", 130), ("W", 258)]);
+    let (db, _file, blur, at) = trained_on_matmul("transfer");
     let chosen = autoschedule(&blur, &at, 1, Backend::Cranelift, &db, &target(), 1).unwrap();
     assert!(chosen.candidates > 50, "{chosen:?}");
     let law = law_seconds(&blur, &chosen.schedule, &at);
@@ -196,16 +212,7 @@ fn a_model_trained_on_matmul_autoschedules_a_blur_faster_by_the_law() {
 
 #[test]
 fn a_guided_search_proposes_schedules_the_law_ranks_faster() {
-    let (db, _path) = temp_db("guided");
-    record_run(
-        &db,
-        MATMUL,
-        &sizes(&[("M", 64), ("N", 64), ("K", 32)]),
-        target(),
-        120,
-    );
-    let blur = kernel(BLUR);
-    let at = sizes(&[("H", 130), ("W", 258)]);
+    let (db, _file, blur, at) = trained_on_matmul("guided");
     // The mean log time by the law of the proposals after the space's seeds (which come
     // first, guided or not).
     let mean_log_after_seeds = |guided: bool| {
@@ -236,7 +243,7 @@ fn a_guided_search_proposes_schedules_the_law_ranks_faster() {
 
 #[test]
 fn features_are_cached_per_run_and_read_from_the_cache() {
-    let (db, _path) = temp_db("cache");
+    let (db, _file) = temp_db("cache");
     let at = sizes(&[("M", 32), ("N", 32), ("K", 16)]);
     record_run(&db, MATMUL, &at, target(), 12);
     let (run_id, run) = db.runs().unwrap().pop().unwrap();
@@ -256,7 +263,7 @@ fn features_are_cached_per_run_and_read_from_the_cache() {
         before
     );
     // A reader that may cache fills the cache as cache_run_features does.
-    let (db2, _path2) = temp_db("cache-on-read");
+    let (db2, _file2) = temp_db("cache-on-read");
     record_run(&db2, MATMUL, &at, target(), 12);
     samples_from_db(&db2, &target(), "cranelift", 100, true).unwrap();
     assert_eq!(db2.cached_features(fkey).unwrap(), cached);
