@@ -21,9 +21,11 @@ const REFIT_SHARE: usize = 64;
 /// Candidates offered to the model per pick at most, and at least.
 const MOST_CHOICES: usize = 12;
 const FEWEST_CHOICES: usize = 2;
-/// The time lowering the candidates of one pick may take: an app-sized pipeline takes tens of
-/// milliseconds to lower, and its search would spend more time ranking than measuring.
-const PICK_SECONDS: f64 = 0.25;
+/// Functions lowered per pick at most (candidates times the pipeline's functions): an
+/// app-sized pipeline (a hundred functions) takes tens of milliseconds to lower, and its
+/// search would spend more time ranking than measuring. Counted, not timed, so the search
+/// stays deterministic.
+const FUNCTIONS_PER_PICK: usize = 96;
 
 /// Computes a schedule's loop-nest features (lowering it), `None` when it does not lower.
 pub type Featurize = Box<dyn Fn(&Schedule) -> Option<Vec<f64>>>;
@@ -40,8 +42,8 @@ pub struct Guide {
     /// Loop-nest features by schedule hash (a candidate ranked and then measured is lowered
     /// once).
     known: HashMap<String, Option<Vec<f64>>>,
-    /// Seconds spent lowering candidates for their features, and how many were.
-    lowering: (f64, u32),
+    /// How many candidates each pick compares ([`Guide::choices`]).
+    choices: usize,
 }
 
 impl Guide {
@@ -49,6 +51,7 @@ impl Guide {
     /// run with `threads`.
     pub fn new(history: Vec<Sample>, featurize: Featurize, threads: usize) -> Guide {
         Guide {
+            choices: MOST_CHOICES,
             threads,
             model: LearnedModel::fit(&history),
             history,
@@ -56,7 +59,6 @@ impl Guide {
             unfitted: 0,
             featurize,
             known: HashMap::new(),
-            lowering: (0.0, 0),
         }
     }
 
@@ -67,9 +69,12 @@ impl Guide {
         threads: usize,
         history: Vec<Sample>,
     ) -> Guide {
+        let functions = pipeline.funcs.len().max(1);
         let (pipeline, sizes) = (pipeline.clone(), sizes.clone());
         let featurize = move |s: &Schedule| loop_features(&pipeline, s, &sizes).ok();
-        Guide::new(history, Box::new(featurize), threads)
+        let mut guide = Guide::new(history, Box::new(featurize), threads);
+        guide.choices = (FUNCTIONS_PER_PICK / functions).clamp(FEWEST_CHOICES, MOST_CHOICES);
+        guide
     }
 
     /// Whether it has a model (enough samples to fit one).
@@ -82,15 +87,10 @@ impl Guide {
         self.model.as_ref().map_or(0, LearnedModel::samples)
     }
 
-    /// How many candidates the next pick should compare: as many as lowering them in about
-    /// [`PICK_SECONDS`] allows, from [`FEWEST_CHOICES`] to [`MOST_CHOICES`].
+    /// How many candidates each pick compares: [`MOST_CHOICES`], fewer (down to
+    /// [`FEWEST_CHOICES`]) for a pipeline of many functions.
     pub fn choices(&self) -> usize {
-        let (seconds, count) = self.lowering;
-        if count == 0 || seconds <= 0.0 {
-            return MOST_CHOICES;
-        }
-        let each = seconds / f64::from(count);
-        ((PICK_SECONDS / each) as usize).clamp(FEWEST_CHOICES, MOST_CHOICES)
+        self.choices
     }
 
     /// Learns from a measured candidate (`None`: it did not run, and teaches nothing).
@@ -150,10 +150,7 @@ impl Guide {
         if let Some(known) = self.known.get(&c.hash) {
             return known.clone();
         }
-        let start = std::time::Instant::now();
         let f = (self.featurize)(&c.schedule);
-        self.lowering.0 += start.elapsed().as_secs_f64();
-        self.lowering.1 += 1;
         self.known.insert(c.hash.clone(), f.clone());
         f
     }
