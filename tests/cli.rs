@@ -860,3 +860,38 @@ fn lower_warns_of_a_vectorized_loop_that_runs_serially() {
         text(&out.stdout)
     );
 }
+
+/// The learned model's commands on a database without measurements: each says what to run
+/// first, and a shape missing a size is named.
+#[test]
+fn autoschedule_and_train_evaluate_explain_an_empty_database() {
+    let scale = kernel_file("learned", "scale", SCALE);
+    let scale = scale.to_str().unwrap();
+    let db = scratch("learned").join("empty.db");
+    let db = db.to_str().unwrap();
+    // A database with no runs (a reader does not create one).
+    drop(strata::tuning_db::Db::open(db).unwrap());
+    let auto = [
+        "autoschedule",
+        scale,
+        "--shape",
+        "N=1024",
+        "--threads",
+        "1",
+        "--db",
+        db,
+    ];
+    refused(&auto, "0 usable measurements");
+    refused(&auto, "strata tune");
+    refused(
+        &["autoschedule", scale, "--shape", "M=4", "--db", db],
+        "missing: N",
+    );
+    let out = strata(&["train", "--evaluate", "--threads", "1", "--db", db]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("too few kernels"),
+        "{}",
+        text(&out.stdout)
+    );
+}
