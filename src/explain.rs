@@ -70,8 +70,8 @@ pub struct Explanation {
     pub path: Vec<Step>,
     /// The schedule's time per function (`run --profile`'s).
     pub profile: Profile,
-    /// Each function on this machine's roofline.
-    pub roofline: StageRoofline,
+    /// Each function on this machine's roofline (`None`: no peak for the backend).
+    pub roofline: Option<StageRoofline>,
 }
 
 /// What every measurement of one explanation shares.
@@ -422,7 +422,7 @@ pub fn report_text(
     lines.push(String::new());
     lines.push(profile::table(&e.profile, settings.threads));
     lines.push(String::new());
-    lines.push(stage_roofline::table(&e.roofline));
+    lines.push(stage_roofline::table(e.roofline.as_ref()));
     lines.push(String::new());
     lines.push(
         "share: the part of the schedule's speedup over the default (in logs) the removal loses; \
@@ -462,7 +462,7 @@ pub fn json_text(
         "leave_one_out": e.removals.iter().map(removal).collect::<Vec<_>>(),
         "add_one": e.path.iter().map(step).collect::<Vec<_>>(),
         "profile": profile::json(&e.profile),
-        "roofline": stage_roofline::json(&e.roofline),
+        "roofline": stage_roofline::json(e.roofline.as_ref()),
     })
     .to_string()
 }

@@ -36,24 +36,17 @@ pub struct StageRoofline {
 }
 
 /// The functions of `lowered` placed by `profile`'s self times on `roofline`, for `threads`
-/// and the backend `backend` names (`llvm` uses its widest vector's peak).
+/// and the backend `backend` names; `None` when the roofline has no peak for the backend
+/// (LLVM's, when its probe failed).
 pub fn place(
     lowered: &LoweredKernel,
     profile: &Profile,
     roofline: &Roofline,
     threads: usize,
     backend: &str,
-) -> StageRoofline {
-    let threads = threads.clamp(1, roofline.all_threads.max(1));
-    let bandwidth = match threads {
-        1 => roofline.copy_workload_1thread_gbps,
-        _ => roofline.copy_workload_all_threads_gbps,
-    };
-    let fma = match (backend, &roofline.llvm) {
-        ("llvm", Some(Ok(llvm))) => llvm.peaks.iter().map(|p| p.gflops).fold(0.0, f64::max),
-        _ => roofline.f32x4_fma_gflops,
-    };
-    let peak = fma * threads as f64;
+) -> Option<StageRoofline> {
+    let bandwidth = roofline.copy_bandwidth(threads);
+    let peak = roofline.fma_peak(backend, threads)?;
     let points = LoopFeatures::per_function(lowered)
         .into_iter()
         .filter_map(|(name, f)| {
@@ -77,15 +70,18 @@ pub fn place(
             })
         })
         .collect();
-    StageRoofline {
+    Some(StageRoofline {
         peak,
         bandwidth,
         points,
-    }
+    })
 }
 
 /// The table `strata explain` prints.
-pub fn table(r: &StageRoofline) -> String {
+pub fn table(r: Option<&StageRoofline>) -> String {
+    let Some(r) = r else {
+        return "roofline: no fma peak measured for this backend".to_string();
+    };
     let mut lines = vec![
         format!(
             "roofline: fma peak {:.1} GFLOP/s, copy bandwidth {:.1} GB/s (measured now, quick)",
@@ -125,8 +121,11 @@ pub fn table(r: &StageRoofline) -> String {
     lines.join("\n")
 }
 
-/// `strata explain --json`'s `roofline`.
-pub fn json(r: &StageRoofline) -> serde_json::Value {
+/// `strata explain --json`'s `roofline` (null without a peak).
+pub fn json(r: Option<&StageRoofline>) -> serde_json::Value {
+    let Some(r) = r else {
+        return serde_json::Value::Null;
+    };
     let points: Vec<serde_json::Value> = (r.points.iter())
         .map(|p| {
             serde_json::json!({

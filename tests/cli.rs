@@ -885,7 +885,7 @@ fn autoschedule_and_train_evaluate_explain_an_empty_database() {
     refused(&auto, "strata tune");
     refused(
         &["autoschedule", scale, "--shape", "M=4", "--db", db],
-        "missing: N",
+        "leaves size `N` unbound",
     );
     let out = strata(&["train", "--evaluate", "--threads", "1", "--db", db]);
     assert!(out.status.success(), "{}", text(&out.stderr));

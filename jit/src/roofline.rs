@@ -95,6 +95,35 @@ pub struct WidthPeak {
     pub gflops: f64,
 }
 
+impl Roofline {
+    /// The fma peak of `threads` threads (at most the machine's) compiled by the backend
+    /// named `backend`, GFLOP/s: Cranelift's f32x4, LLVM's widest register; `None` for LLVM
+    /// when its peaks were not measured.
+    pub fn fma_peak(&self, backend: &str, threads: usize) -> Option<f64> {
+        let per_thread = match backend {
+            "llvm" => match &self.llvm {
+                Some(Ok(peaks)) => peaks.peaks.iter().map(|p| p.gflops).fold(0.0, f64::max),
+                _ => return None,
+            },
+            _ => self.f32x4_fma_gflops,
+        };
+        Some(per_thread * self.threads_used(threads) as f64)
+    }
+
+    /// The copy bandwidth of `threads` threads, GB/s (one thread's, or all threads').
+    pub fn copy_bandwidth(&self, threads: usize) -> f64 {
+        match self.threads_used(threads) {
+            1 => self.copy_workload_1thread_gbps,
+            _ => self.copy_workload_all_threads_gbps,
+        }
+    }
+
+    /// `threads`, at least 1 and at most the threads the roofline measured.
+    fn threads_used(&self, threads: usize) -> usize {
+        threads.clamp(1, self.all_threads.max(1))
+    }
+}
+
 /// Measures every figure; takes a few seconds (well under one with `quick`).
 pub fn measure(quick: bool) -> Roofline {
     let repetitions = if quick { 3 } else { 5 };

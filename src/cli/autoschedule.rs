@@ -38,16 +38,7 @@ pub(crate) struct AutoscheduleArgs {
 pub(crate) fn command(args: AutoscheduleArgs) -> Result<(), String> {
     let kernels = load(&args.file)?;
     let kernel = pick_kernel(&kernels, args.kernel.as_deref(), &args.file)?;
-    let sizes = shape_or_none(Some(&args.shape))?;
-    let missing: Vec<String> = (kernel.size_vars().into_iter())
-        .filter(|s| !sizes.contains_key(s))
-        .collect();
-    if !missing.is_empty() {
-        return Err(format!(
-            "error: --shape must give every size; missing: {}",
-            missing.join(", ")
-        ));
-    }
+    let sizes = crate::run::complete_shape(kernel, &shape_or_none(Some(&args.shape))?)?;
     let threads = args.threads.unwrap_or_else(default_threads);
     let backend = args.backend.built()?;
     let db_path = args.db.unwrap_or_else(strata::tuner::tune::default_db_path);

@@ -59,24 +59,14 @@ impl Peak {
             return None;
         }
         let r = &self.roofline;
-        let threads = (e.key.target.threads as usize).clamp(1, r.all_threads.max(1));
-        let bandwidth = if threads == 1 {
-            r.copy_workload_1thread_gbps
-        } else {
-            r.copy_workload_all_threads_gbps
-        };
+        let threads = e.key.target.threads as usize;
+        let bandwidth = r.copy_bandwidth(threads);
         let Some(flops) = e.float_ops.filter(|&f| f > 0) else {
             return Some(bandwidth);
         };
-        let fma = match e.key.backend.as_str() {
-            "llvm" => match &r.llvm {
-                Some(Ok(peaks)) => peaks.peaks.iter().map(|p| p.gflops).fold(0.0, f64::max),
-                _ => return None,
-            },
-            _ => r.f32x4_fma_gflops,
-        };
+        let fma = r.fma_peak(&e.key.backend, threads)?;
         let intensity = flops as f64 / e.bytes.max(1) as f64;
-        Some((fma * threads as f64).min(intensity * bandwidth))
+        Some(fma.min(intensity * bandwidth))
     }
 
     /// The share of the roofline a call of `seconds` reaches, as text.

@@ -122,11 +122,6 @@ impl Searcher {
             .unwrap_or_default()
     }
 
-    /// The learned model's training samples (0 without one).
-    pub fn guide_samples(&self) -> usize {
-        self.guide.as_ref().map_or(0, Guide::samples)
-    }
-
     /// Marks a schedule as already measured (by an earlier run, say).
     pub fn mark_seen(&mut self, hash: &str) {
         self.seen.insert(hash.to_string());

@@ -228,6 +228,8 @@ struct Walk {
     features: LoopFeatures,
     /// Per function, when asked for ([`LoopFeatures::per_function`]): the counts so far.
     stages: Option<Vec<(String, LoopFeatures)>>,
+    /// Loops walked so far (a loop whose body adds none is innermost).
+    loops_walked: usize,
     /// The `produce` statements being walked: each one's function, the counts when it
     /// began, and what the `produce` statements inside it counted.
     producing: Vec<(String, LoopFeatures, LoopFeatures)>,
@@ -251,6 +253,7 @@ impl Walk {
             dtypes,
             features: LoopFeatures::default(),
             stages: None,
+            loops_walked: 0,
             producing: Vec::new(),
         }
     }
@@ -347,9 +350,8 @@ impl Walk {
     fn for_loop(&mut self, var: &str, min: &Expr, extent: &Expr, kind: ForKind, body: &Stmt) {
         let n = self.upper_bound(extent).unwrap_or(UNKNOWN_EXTENT).max(0.0);
         self.features.iterations += self.trips * n;
-        if !contains_loop(body) {
-            self.features.innermost_iterations += self.trips * n;
-        }
+        self.loops_walked += 1;
+        let loops_before = self.loops_walked;
         let interval = self.loop_interval(min, extent);
         self.scope.push(var, interval);
         self.loops.push(Loop {
@@ -364,6 +366,9 @@ impl Walk {
         }
         self.stmt(body);
         (self.trips, self.parallel) = outer;
+        if self.loops_walked == loops_before {
+            self.features.innermost_iterations += self.trips * n;
+        }
         self.loops.pop();
         self.scope.pop();
     }
@@ -390,7 +395,8 @@ impl Walk {
         if lanes_of(index) == Lanes::Dense {
             f.dense_stores += self.trips;
         }
-        self.reuse(index, elem, lanes);
+        let moves = self.moves(index);
+        self.reuse(index, &moves, elem, lanes);
     }
 
     fn load(&mut self, buffer: &str, index: &Expr, lanes: f64) {
@@ -403,25 +409,28 @@ impl Walk {
             Lanes::Gather => f.gathers += self.trips,
             Lanes::Scalar | Lanes::Repeated => {}
         }
-        let innermost = self.loops.last().map(|l| l.var.as_str());
-        match innermost.map(|var| coefficient(index, var, &self.lets)) {
+        let moves = self.moves(index);
+        match moves.last().map(|(c, _)| *c) {
             Some(Some(0)) => self.features.invariant_loads += self.trips,
             Some(Some(1 | -1)) | None => {}
             Some(_) => self.features.strided_loads += self.trips,
         }
-        self.reuse(index, elem, lanes);
+        self.reuse(index, &moves, elem, lanes);
+    }
+
+    /// How each enclosing loop (outermost first) moves `index`: its variable's coefficient
+    /// ([`coefficient`]) and the loop's extent.
+    fn moves(&self, index: &Expr) -> Vec<(Option<i64>, f64)> {
+        (self.loops.iter())
+            .map(|l| (coefficient(index, &l.var, &self.lets), l.extent))
+            .collect()
     }
 
     /// Files the access's bytes under the cache level that holds them when the innermost loop
     /// that does not move the access (which reuses them) comes back to them: what the loops
     /// inside it touch, by this access alone, must still be cached.
-    fn reuse(&mut self, index: &Expr, elem: f64, lanes: f64) {
+    fn reuse(&mut self, index: &Expr, moves: &[(Option<i64>, f64)], elem: f64, lanes: f64) {
         let bytes = self.trips * lanes * elem;
-        let moves: Vec<(Option<i64>, f64)> = self
-            .loops
-            .iter()
-            .map(|l| (coefficient(index, &l.var, &self.lets), l.extent))
-            .collect();
         let reuser = moves.iter().rposition(|(c, n)| *c == Some(0) && *n > 1.0);
         let Some(at) = reuser else {
             self.features.streamed_bytes += bytes;
@@ -506,13 +515,6 @@ fn restore(dtypes: &mut HashMap<String, Dtype>, name: &str, outer: Option<Dtype>
 /// rarer, and counted as addresses too).
 fn is_address(value: &Expr) -> bool {
     value.ty() == crate::ir::Type::I32
-}
-
-/// Whether `s` holds a loop.
-fn contains_loop(s: &Stmt) -> bool {
-    let mut found = false;
-    s.for_each(&mut |s| found = found || matches!(s, Stmt::For { .. }));
-    found
 }
 
 #[cfg(test)]

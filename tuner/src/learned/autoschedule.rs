@@ -68,7 +68,8 @@ pub fn autoschedule(
     seed: u64,
 ) -> Result<Autoscheduled, AutoscheduleError> {
     // The default schedule first: sizes it cannot be lowered at are the user's error.
-    features(pipeline, &Schedule::new(), sizes, threads).map_err(AutoscheduleError::Lower)?;
+    let default =
+        features(pipeline, &Schedule::new(), sizes, threads).map_err(AutoscheduleError::Lower)?;
     let history = samples_from_db(db, target, backend.name(), HISTORY, false)?;
     let Some(model) = LearnedModel::fit(&history) else {
         return Err(AutoscheduleError::Untrained {
@@ -77,26 +78,25 @@ pub fn autoschedule(
         });
     };
     let space = Space::for_backend(pipeline, backend);
+    // The default first: its prediction is reported beside the winner's.
     let mut schedules = vec![Schedule::new()];
-    schedules.extend(candidates(&space, seed));
-    let lowered: Vec<(Schedule, Vec<f64>)> = schedules
-        .into_iter()
-        .filter_map(|s| Some((s.clone(), features(pipeline, &s, sizes, threads).ok()?)))
-        .collect();
-    let all: Vec<Vec<f64>> = lowered.iter().map(|(_, f)| f.clone()).collect();
-    let predicted = model.predict(&all);
-    let best = (0..lowered.len())
+    let mut inputs = vec![default];
+    for s in candidates(&space, seed) {
+        if let Ok(f) = features(pipeline, &s, sizes, threads) {
+            schedules.push(s);
+            inputs.push(f);
+        }
+    }
+    let predicted = model.predict(&inputs);
+    let best = (0..schedules.len())
         .min_by(|&a, &b| predicted[a].total_cmp(&predicted[b]))
         .unwrap_or(0);
     Ok(Autoscheduled {
-        schedule: lowered
-            .get(best)
-            .map(|(s, _)| s.clone())
-            .unwrap_or_default(),
-        predicted_s: predicted.get(best).copied().unwrap_or(f64::NAN),
-        default_predicted_s: predicted.first().copied().unwrap_or(f64::NAN),
+        predicted_s: predicted[best],
+        default_predicted_s: predicted[0],
         samples: model.samples(),
-        candidates: lowered.len(),
+        candidates: schedules.len(),
+        schedule: schedules.swap_remove(best),
     })
 }
 

@@ -82,11 +82,6 @@ impl Guide {
         self.model.is_some()
     }
 
-    /// How many measurements the model was last fitted on.
-    pub fn samples(&self) -> usize {
-        self.model.as_ref().map_or(0, LearnedModel::samples)
-    }
-
     /// How many candidates each pick compares: [`MOST_CHOICES`], fewer (down to
     /// [`FEWEST_CHOICES`]) for a pipeline of many functions.
     pub fn choices(&self) -> usize {

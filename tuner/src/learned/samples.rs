@@ -94,7 +94,9 @@ pub fn samples_from_db(
             }
         }
         if cache && !computed.is_empty() {
-            db.cache_features(feature_key(key), &computed)?;
+            // Only a speed-up for the next reader: a cache that cannot be written costs it
+            // the time to lower these again, and this reader nothing.
+            let _ = db.cache_features(feature_key(key), &computed);
         }
     }
     Ok(samples)
