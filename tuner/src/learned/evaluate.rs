@@ -89,3 +89,49 @@ fn agreement(held: &[&Sample], predicted: &[f64]) -> (usize, usize) {
     }
     (agree, pairs)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::learned::FEATURE_COUNT;
+
+    /// Samples of `kernel` at one shape whose log time follows feature 0, and one sample of
+    /// another shape (never paired with these).
+    fn kernel_samples(kernel: &str, n: usize, slope: f64) -> Vec<Sample> {
+        (0..n)
+            .map(|i| {
+                let mut features = vec![0.5; FEATURE_COUNT];
+                features[0] = i as f64 / n as f64;
+                Sample {
+                    seconds: (slope * features[0]).exp() * 1e-3,
+                    features,
+                    weight: 1.0,
+                    origin: format!("{kernel} at N={}", if i == 0 { 1 } else { 2 }),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_kernel_is_ranked_by_a_model_of_the_others() {
+        let mut samples = kernel_samples("a", 30, 3.0);
+        samples.extend(kernel_samples("b", 30, 3.0));
+        let held = leave_one_kernel_out(&samples);
+        assert_eq!(held.len(), 2);
+        for h in &held {
+            assert_eq!(h.samples, 30);
+            // 29 samples of one shape: every pair is more than 5% apart.
+            assert_eq!(h.pairs, 29 * 28 / 2, "{h:?}");
+            assert!(h.pair_agreement > 0.9, "{h:?}");
+        }
+    }
+
+    #[test]
+    fn a_kernel_unlike_the_others_is_ranked_badly() {
+        // The held-out kernel's time falls as feature 0 grows; the other's rises.
+        let mut samples = kernel_samples("rising", 30, 3.0);
+        samples.extend(kernel_samples("falling", 30, -3.0));
+        let held = leave_one_kernel_out(&samples);
+        assert!(held.iter().all(|h| h.pair_agreement < 0.1), "{held:?}");
+    }
+}
