@@ -33,7 +33,12 @@ pub fn tolerance_text(pipeline: &Pipeline) -> String {
 /// What `strata run` measured.
 pub struct Measurement {
     pub runs: usize,
+    /// The time reported: the steady median (`strata::Timings::steady`), as the tuner records.
     pub median: Duration,
+    /// The median of all runs.
+    pub all_runs_median: Duration,
+    /// Into how many batches the steady median cut the runs.
+    pub batches: usize,
     pub min: Duration,
     pub max: Duration,
     /// Floating-point operations of one run, from the reference evaluator (if it ran).
@@ -304,7 +309,9 @@ pub fn measure(
         .map_err(|e| format!("error: {e}"))?;
     let m = Measurement {
         runs: times.runs(),
-        median: times.median(),
+        median: times.steady(),
+        all_runs_median: times.median(),
+        batches: times.batches(),
         min: times.min(),
         max: times.max(),
         float_ops,

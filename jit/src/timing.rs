@@ -3,8 +3,16 @@
 //! measured by any of them is measured alike: untimed warm-up runs first (the output's pages,
 //! the caches, the thread pool and the CPU's clock), then repetitions into one output buffer
 //! (the timings hold the kernel, not its allocation) for at least a minimum time and a
-//! minimum count, the median being the figure reported. The caller gives the inputs and the
-//! output, so where they lie in memory is the caller's, the same for every run.
+//! minimum count. The figure reported is the steady median ([`Timings::steady`]): the timed
+//! runs are cut, in the order they ran, into up to [`BATCHES`] consecutive batches, and the
+//! fastest batch's median is the time. On the shared machines strata is measured on, a
+//! kernel's speed drops by half for spells of 0.3 to 2 seconds that nothing inside the
+//! process causes or can see (one process timing one matmul schedule on the same buffers in
+//! 150 ms batches: 0.90 ms, then 1.85 ms for eleven batches, then 0.90 ms again); the median
+//! of all runs took such a spell whole into a measurement that overlapped it by half, while
+//! the fastest batch's median is the kernel's own speed whenever one batch missed it (Halide's
+//! `benchmark` keeps the best of its samples for the same reason). The caller gives the inputs
+//! and the output, so where they lie in memory is the caller's, the same for every run.
 
 use crate::kernel::{CallError, CompiledKernel};
 use std::time::{Duration, Instant};
@@ -65,10 +73,18 @@ impl Timing {
     }
 }
 
+/// Into how many consecutive batches [`Timings::steady`] cuts the timed runs, at most.
+pub const BATCHES: usize = 5;
+
+/// The fewest runs in one batch: a batch's median then ignores a run the machine interrupted.
+pub const MIN_BATCH_RUNS: usize = 3;
+
 /// What timing a kernel gave: every timed run's time, fastest first (never empty).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Timings {
     sorted: Vec<Duration>,
+    steady: Duration,
+    batches: usize,
     /// The only timing is a warm-up run past the cutoff.
     pub cut_at_warm_up: bool,
 }
@@ -89,6 +105,18 @@ impl Timings {
         self.sorted[self.sorted.len() / 2]
     }
 
+    /// The steady median, the time every measurement reports: the runs cut in the order they
+    /// ran into [`Timings::batches`] consecutive batches, the least of the batches' medians.
+    /// With fewer than two batches' runs, the median.
+    pub fn steady(&self) -> Duration {
+        self.steady
+    }
+
+    /// Into how many batches [`Timings::steady`] cut the runs (1 to [`BATCHES`]).
+    pub fn batches(&self) -> usize {
+        self.batches
+    }
+
     /// The fastest run.
     pub fn min(&self) -> Duration {
         self.sorted[0]
@@ -99,13 +127,38 @@ impl Timings {
         self.sorted[self.sorted.len() - 1]
     }
 
-    fn of(mut times: Vec<Duration>, cut_at_warm_up: bool) -> Timings {
-        times.sort();
+    /// The timings of `in_order`, the runs as they were timed (not empty).
+    pub fn of(in_order: Vec<Duration>, cut_at_warm_up: bool) -> Timings {
+        let batches = (in_order.len() / MIN_BATCH_RUNS).clamp(1, BATCHES);
+        let steady = batch_medians(&in_order, batches)
+            .into_iter()
+            .min()
+            .unwrap_or_default();
+        let mut sorted = in_order;
+        sorted.sort();
         Timings {
-            sorted: times,
+            sorted,
+            steady,
+            batches,
             cut_at_warm_up,
         }
     }
+}
+
+/// The medians (the upper one of an even count) of `times` cut into `batches` consecutive
+/// batches of sizes as equal as can be (the first ones longer by one).
+fn batch_medians(times: &[Duration], batches: usize) -> Vec<Duration> {
+    let (base, longer) = (times.len() / batches, times.len() % batches);
+    let mut medians = Vec::with_capacity(batches);
+    let mut start = 0;
+    for b in 0..batches {
+        let len = base + usize::from(b < longer);
+        let mut batch = times[start..start + len].to_vec();
+        batch.sort();
+        medians.extend(batch.get(len / 2));
+        start += len;
+    }
+    medians
 }
 
 /// Times `kernel` on `args` into `output` on `threads` threads as `timing` says.

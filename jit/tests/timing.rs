@@ -5,7 +5,8 @@ use rand::SeedableRng;
 use std::time::Duration;
 use strata_dsl::random::random_args;
 use strata_dsl::{parse_kernel, sizes};
-use strata_jit::{compile_pipeline, time_runs, CodegenOptions, CompiledKernel, Timing};
+use strata_jit::timing::{BATCHES, MIN_BATCH_RUNS};
+use strata_jit::{compile_pipeline, time_runs, CodegenOptions, CompiledKernel, Timing, Timings};
 use strata_scheduler::Schedule;
 
 fn brighten() -> (CompiledKernel, strata_dsl::Args) {
@@ -87,4 +88,54 @@ fn a_cutoff_below_the_minimum_time_does_not_cut() {
     let timing = Timing::for_at_least(Duration::from_millis(500)).with_cutoff(Some(Duration::ZERO));
     let t = time_runs(&kernel, &args, &mut output, 1, &timing).unwrap();
     assert!(t.runs() > Timing::MIN_RUNS, "{} runs", t.runs());
+}
+
+fn ms(values: &[f64]) -> Vec<Duration> {
+    values.iter().map(|&v| Duration::from_secs_f64(v * 1e-3)).collect()
+}
+
+/// A spell at half speed over the middle of a measurement: the median of all runs is the
+/// spell's, the steady median the kernel's own (its fastest batch's median).
+#[test]
+fn the_steady_median_is_the_fastest_batchs_median() {
+    let in_order = ms(&[
+        0.95, 0.90, 0.92, // batch 0: median 0.92
+        1.80, 1.85, 1.90, // batches 1 to 3: the spell
+        1.85, 1.80, 1.90, //
+        1.90, 1.85, 1.80, //
+        0.91, 9.00, 0.90, // batch 4: median 0.91 (one run interrupted)
+    ]);
+    let t = Timings::of(in_order, false);
+    assert_eq!(t.batches(), BATCHES);
+    assert_eq!(t.steady(), ms(&[0.91])[0]);
+    assert_eq!(t.median(), ms(&[1.80])[0]);
+    assert_eq!(t.min(), ms(&[0.90])[0]);
+    assert_eq!(t.max(), ms(&[9.00])[0]);
+}
+
+/// Batches hold at least `MIN_BATCH_RUNS` runs, at most `BATCHES` of them; the first ones take
+/// what does not divide evenly, and too few runs for two batches give the plain median.
+#[test]
+fn batches_are_consecutive_and_as_even_as_can_be() {
+    let three = Timings::of(ms(&[3.0, 1.0, 2.0]), false);
+    assert_eq!((three.batches(), three.steady()), (1, three.median()));
+    let five = Timings::of(ms(&[5.0, 1.0, 1.0, 9.0, 9.0]), false);
+    assert_eq!((five.batches(), five.steady()), (1, ms(&[5.0])[0]));
+    // 7 runs, 2 batches of 4 and 3: [1, 8, 8, 8] has median 8, [2, 2, 9] median 2.
+    let seven = Timings::of(ms(&[1.0, 8.0, 8.0, 8.0, 2.0, 2.0, 9.0]), false);
+    assert_eq!((seven.batches(), seven.steady()), (2, ms(&[2.0])[0]));
+    let many = Timings::of(ms(&[1.0; 1000]), false);
+    assert_eq!(many.batches(), BATCHES);
+    assert!(MIN_BATCH_RUNS >= 3, "a batch's median ignores one interrupted run");
+}
+
+/// What the routine times gives a steady median among its runs.
+#[test]
+fn a_timed_kernel_reports_a_steady_median_among_its_runs() {
+    let (kernel, args) = brighten();
+    let mut output = kernel.run(&args, 1).unwrap();
+    let timing = Timing::for_at_least(Duration::from_millis(20));
+    let t = time_runs(&kernel, &args, &mut output, 1, &timing).unwrap();
+    assert!(t.min() <= t.steady() && t.steady() <= t.max());
+    assert_eq!(t.batches(), (t.runs() / MIN_BATCH_RUNS).clamp(1, BATCHES));
 }

@@ -178,6 +178,8 @@ fn json_text(kernel: &Pipeline, settings: &run::RunSettings, ran: &Ran) -> serde
         "schedule": ran.schedule.to_string(),
         "runs": m.runs,
         "median_s": m.median.as_secs_f64(),
+        "batches": m.batches,
+        "all_runs_median_s": m.all_runs_median.as_secs_f64(),
         "min_s": m.min.as_secs_f64(),
         "max_s": m.max.as_secs_f64(),
         "gflops": m.gflops(),
@@ -234,11 +236,14 @@ fn measurement_text(
     };
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     let time = format!(
-        "time: median {:.4} ms (min {:.4}, max {:.4}; {} runs)",
+        "time: median {:.4} ms (the fastest of {} batches' medians; all {} runs: median {:.4}, \
+         min {:.4}, max {:.4})",
         ms(m.median),
+        m.batches,
+        m.runs,
+        ms(m.all_runs_median),
         ms(m.min),
         ms(m.max),
-        m.runs
     );
     let throughput = match m.gflops() {
         Some(g) => format!("throughput: {g:.2} GFLOP/s, {:.2} GB/s", m.gbps()),

@@ -117,7 +117,7 @@ pub struct Request {
 pub enum Outcome {
     /// Compiled, checked against the reference and timed.
     Timed {
-        /// Median of the timed runs, seconds.
+        /// The steady median of the timed runs (`strata_jit::Timings::steady`), seconds.
         median_s: f64,
         /// Fastest timed run, seconds.
         min_s: f64,
@@ -388,7 +388,7 @@ impl WorkerState {
 /// The outcome of a timed candidate.
 fn timed_outcome(t: &strata_jit::Timings, compile_s: f64) -> Outcome {
     Outcome::Timed {
-        median_s: t.median().as_secs_f64(),
+        median_s: t.steady().as_secs_f64(),
         min_s: t.min().as_secs_f64(),
         max_s: t.max().as_secs_f64(),
         runs: t.runs() as u32,

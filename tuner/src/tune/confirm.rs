@@ -25,6 +25,14 @@ pub const MAX_DISAGREEMENT: f64 = 2.0;
 /// before it is recorded as unstable ([`Status::Unstable`]).
 pub const EXTRA_CONFIRMATIONS: usize = 2;
 
+/// How long to wait before each extra confirmation. On the shared machines strata is
+/// measured on, a kernel runs at half speed for spells of 0.3 to 2 seconds that nothing in
+/// the process causes (`strata_jit::timing`); confirmations measured back to back fell into
+/// one spell together (a matmul schedule searched at 0.90 ms was confirmed at 2.22, 2.14 and
+/// 2.16 ms, so it was not trusted and the default won). Waiting lets the spell pass.
+pub const CONFIRM_PAUSES: [Duration; EXTRA_CONFIRMATIONS] =
+    [Duration::from_millis(500), Duration::from_millis(1500)];
+
 /// What a schedule's confirmations so far say.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Verdict {
@@ -73,21 +81,22 @@ fn ms_text(seconds: f64) -> String {
     format!("{:.4} ms", seconds * 1e3)
 }
 
-/// Confirms a schedule measured at `search_s`: `measure` until a time agrees, at most
-/// `1 + EXTRA_CONFIRMATIONS` times ([`confirmation_verdict`]); a failure ends it at once.
-/// `None` when the first gave nothing to record (interrupted, out of time).
+/// Confirms a schedule measured at `search_s`: `measure(attempt)` until a time agrees, at
+/// most `1 + EXTRA_CONFIRMATIONS` times ([`confirmation_verdict`]); a failure ends it at once.
+/// `measure` gets the attempt's number, from 0 (it pauses before the later ones:
+/// [`CONFIRM_PAUSES`]). `None` when the first gave nothing to record (interrupted, out of time).
 pub(super) fn confirm_with(
     search_s: f64,
-    mut measure: impl FnMut() -> Option<(Outcome, Duration)>,
+    mut measure: impl FnMut(usize) -> Option<(Outcome, Duration)>,
 ) -> Option<Measured> {
-    let (mut outcome, mut wall) = measure()?;
+    let (mut outcome, mut wall) = measure(0)?;
     let mut confirmations = Vec::new();
     while let Outcome::Timed { median_s, .. } = outcome {
         confirmations.push(median_s);
         if confirmation_verdict(search_s, &confirmations) != Verdict::MeasureAgain {
             break;
         }
-        match measure() {
+        match measure(confirmations.len()) {
             Some((next, took)) => (outcome, wall) = (next, wall + took),
             None => break,
         }
@@ -165,13 +174,14 @@ mod tests {
     /// The loop with a measurement that stays slow: three measurements, all kept.
     #[test]
     fn a_confirmation_that_stays_slow_is_measured_three_times() {
-        let mut calls = 0;
-        let measured = confirm_with(1.2e-3, || {
-            calls += 1;
-            timed(0.168 + calls as f64 * 1e-3)
+        let mut attempts = Vec::new();
+        let measured = confirm_with(1.2e-3, |attempt| {
+            attempts.push(attempt);
+            timed(0.169 + attempt as f64 * 1e-3)
         })
         .unwrap();
-        assert_eq!(calls, 1 + EXTRA_CONFIRMATIONS);
+        assert_eq!(attempts, [0, 1, 2], "numbered for their pauses");
+        assert_eq!(attempts.len(), 1 + EXTRA_CONFIRMATIONS);
         assert_eq!(measured.confirmations, [0.169, 0.170, 0.171]);
         assert_eq!(measured.wall, Duration::from_millis(30));
         assert!(unstable_detail(1.2e-3, &measured.confirmations).is_some());
@@ -181,7 +191,7 @@ mod tests {
     #[test]
     fn a_confirmation_that_recovers_is_trusted() {
         let mut times = vec![1.25e-3, 0.168].into_iter().collect::<Vec<_>>();
-        let measured = confirm_with(1.2e-3, || timed(times.pop().unwrap())).unwrap();
+        let measured = confirm_with(1.2e-3, |_| timed(times.pop().unwrap())).unwrap();
         assert_eq!(measured.confirmations, [0.168, 1.25e-3]);
         assert!(matches!(measured.outcome, Outcome::Timed { median_s, .. } if median_s == 1.25e-3));
         assert_eq!(unstable_detail(1.2e-3, &measured.confirmations), None);
@@ -190,13 +200,13 @@ mod tests {
     /// A failure ends the confirmation at once, as itself; nothing measured is `None`.
     #[test]
     fn a_failed_or_abandoned_confirmation_stops() {
-        let crash = || Some((Outcome::Crash("SIGSEGV".into()), Duration::ZERO));
+        let crash = |_: usize| Some((Outcome::Crash("SIGSEGV".into()), Duration::ZERO));
         let measured = confirm_with(1.2e-3, crash).unwrap();
         assert!(matches!(measured.outcome, Outcome::Crash(_)));
         assert!(measured.confirmations.is_empty());
-        assert!(confirm_with(1.2e-3, || None).is_none());
+        assert!(confirm_with(1.2e-3, |_| None).is_none());
         let mut first = true;
-        let cut_short = confirm_with(1.2e-3, || {
+        let cut_short = confirm_with(1.2e-3, |_| {
             std::mem::take(&mut first).then(|| timed(0.168)).flatten()
         })
         .unwrap();

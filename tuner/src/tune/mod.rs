@@ -20,7 +20,8 @@ mod setup;
 mod winner;
 
 pub use confirm::{
-    agrees, confirmation_verdict, unstable_detail, Verdict, EXTRA_CONFIRMATIONS, MAX_DISAGREEMENT,
+    agrees, confirmation_verdict, unstable_detail, Verdict, CONFIRM_PAUSES, EXTRA_CONFIRMATIONS,
+    MAX_DISAGREEMENT,
 };
 pub use key::{host_target, now_rfc3339, params_text, shape_text, tuning_key};
 pub use session::status_kind;

@@ -2,7 +2,7 @@
 //! recorded in the database as it is made, the time budget and the slow-candidate cutoffs,
 //! and the final re-measurement of the best few.
 
-use super::confirm::{confirm_with, unstable_detail, Measured};
+use super::confirm::{confirm_with, unstable_detail, Measured, CONFIRM_PAUSES};
 use super::key::now_rfc3339;
 use super::{StopReason, TrialTime, TuneError, TuneOptions, UnstableTime};
 use super::{REMEASURE, RUN_FLOOR, SLOW_FACTOR, SLOW_FLOOR};
@@ -284,7 +284,10 @@ impl Session<'_> {
         };
         let measured = match kind {
             Kind::Confirm { search_s, .. } => {
-                confirm_with(search_s, || self.measure_once(&request, kind))
+                confirm_with(search_s, |attempt| {
+                    self.pause_before_confirming(attempt);
+                    self.measure_once(&request, kind)
+                })
             }
             _ => self
                 .measure_once(&request, kind)
@@ -298,6 +301,19 @@ impl Session<'_> {
             Some(measured) => self.record(c, kind, request, measured),
             None => Ok(None),
         }
+    }
+
+    /// Before the `attempt`th confirmation of one schedule (from 0), waits its
+    /// [`CONFIRM_PAUSES`] entry (none before the first), or what is left of the time budget
+    /// when that is less.
+    fn pause_before_confirming(&self, attempt: usize) {
+        let Some(pause) = attempt.checked_sub(1).and_then(|i| CONFIRM_PAUSES.get(i)) else {
+            return;
+        };
+        let left = self
+            .deadline
+            .map_or(*pause, |d| d.saturating_duration_since(Instant::now()));
+        std::thread::sleep((*pause).min(left));
     }
 
     /// Runs `request` once in the worker; `None` when the outcome is not the candidate's to
