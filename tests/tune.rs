@@ -2325,12 +2325,13 @@ fn readers_leave_the_database_and_its_companions_as_found() {
 
 /// Re-measurements that keep disagreeing with their search times (the worker reports them
 /// 100 times slower, as a busy machine would) are measured three times, recorded as
-/// `unstable` with every time, never win, and the summary and report say so.
+/// `unstable` with every time, never win, and the summary and report say so. Each finalist
+/// not trusted brings the next fastest in, up to twice the three finalists.
 #[test]
 fn unstable_confirmations_are_repeated_flagged_and_never_win() {
     let db = TempDb::new("unstable");
     let summary = succeed(
-        tune_command(db.path(), MATMUL, MATMUL_32, &["--trials", "3"])
+        tune_command(db.path(), MATMUL, MATMUL_32, &["--trials", "8"])
             .env("STRATA_WORKER_FAULT", "unstable:("),
     );
     let (_, ms) = runs(db.path()).remove(0);
@@ -2338,7 +2339,12 @@ fn unstable_confirmations_are_repeated_flagged_and_never_win() {
         .iter()
         .filter(|m| m.remeasured)
         .partition(|m| !m.schedule.is_empty());
-    assert!(!flagged.is_empty(), "a candidate was re-measured");
+    let timed: std::collections::BTreeSet<&str> = search(&ms)
+        .into_iter()
+        .filter(|m| m.status.is_ok() && !m.schedule.is_empty())
+        .map(|m| m.schedule.as_str())
+        .collect();
+    assert_eq!(flagged.len(), timed.len().min(6), "{timed:?}");
     for m in &flagged {
         let strata::tuning_db::Status::Unstable(detail) = &m.status else {
             panic!("not flagged: {m:?}");

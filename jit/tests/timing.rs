@@ -91,7 +91,10 @@ fn a_cutoff_below_the_minimum_time_does_not_cut() {
 }
 
 fn ms(values: &[f64]) -> Vec<Duration> {
-    values.iter().map(|&v| Duration::from_secs_f64(v * 1e-3)).collect()
+    values
+        .iter()
+        .map(|&v| Duration::from_secs_f64(v * 1e-3))
+        .collect()
 }
 
 /// A spell at half speed over the middle of a measurement: the median of all runs is the
@@ -126,7 +129,10 @@ fn batches_are_consecutive_and_as_even_as_can_be() {
     assert_eq!((seven.batches(), seven.steady()), (2, ms(&[2.0])[0]));
     let many = Timings::of(ms(&[1.0; 1000]), false);
     assert_eq!(many.batches(), BATCHES);
-    assert!(MIN_BATCH_RUNS >= 3, "a batch's median ignores one interrupted run");
+    assert!(
+        MIN_BATCH_RUNS >= 3,
+        "a batch's median ignores one interrupted run"
+    );
 }
 
 /// What the routine times gives a steady median among its runs.

@@ -202,6 +202,12 @@ impl Session<'_> {
     /// schedule, the default (the baseline, measured the same way), then the next fastest
     /// up to [`REMEASURE`] candidates.
     fn to_confirm(&self) -> Vec<Timed> {
+        self.finalists(REMEASURE)
+    }
+
+    /// The fastest search schedule, the default, then the next fastest: `n` schedules
+    /// besides the default.
+    fn finalists(&self, n: usize) -> Vec<Timed> {
         let mut timed = self.timed.clone();
         timed.sort_by(|a, b| a.seconds.total_cmp(&b.seconds).then(a.trial.cmp(&b.trial)));
         timed.dedup_by(|a, b| a.schedule == b.schedule);
@@ -209,7 +215,7 @@ impl Session<'_> {
         let mut chosen: Vec<Timed> = timed
             .into_iter()
             .filter(|t| !t.schedule.is_empty())
-            .take(REMEASURE)
+            .take(n)
             .collect();
         if let Some(default) = default {
             chosen.insert(chosen.len().min(1), default);
@@ -283,12 +289,10 @@ impl Session<'_> {
             confirm: kind.confirms(),
         };
         let measured = match kind {
-            Kind::Confirm { search_s, .. } => {
-                confirm_with(search_s, |attempt| {
-                    self.pause_before_confirming(attempt);
-                    self.measure_once(&request, kind)
-                })
-            }
+            Kind::Confirm { search_s, .. } => confirm_with(search_s, |attempt| {
+                self.pause_before_confirming(attempt);
+                self.measure_once(&request, kind)
+            }),
             _ => self
                 .measure_once(&request, kind)
                 .map(|(outcome, wall)| Measured {
@@ -473,11 +477,20 @@ impl Session<'_> {
 
     /// Re-measures this run's best schedules and the default in a fresh worker, best first,
     /// as long as the time budget lasts.
+    ///
+    /// Each finalist whose confirmations are not trusted (unstable) brings the next fastest
+    /// one in, up to [`REMEASURE`] more: the winner is then a confirmed finalist rather
+    /// than the default whenever one of them can be trusted.
     pub(super) fn remeasure_best(&mut self) -> Result<(), TuneError> {
         self.worker = None;
-        let chosen = self.to_confirm();
-        let spinner = self.confirm_spinner(chosen.len());
-        for t in chosen {
+        let mut left = self.to_confirm().len();
+        let spinner = self.confirm_spinner(left);
+        for t in self.finalists(2 * REMEASURE) {
+            if left == 0 {
+                break;
+            }
+            left -= 1;
+            let unstable_before = self.unstable.len();
             let Ok(schedule) = strata_schedule::text::parse_schedule(&t.schedule) else {
                 continue;
             };
@@ -495,6 +508,10 @@ impl Session<'_> {
             };
             self.measure(&candidate, kind)?;
             spinner.inc(1);
+            if self.unstable.len() > unstable_before {
+                left += 1;
+                spinner.inc_length(1);
+            }
             if self.budget_hit {
                 break;
             }
