@@ -356,7 +356,7 @@ impl WorkerState {
         if let Err(e) = agree_within(&got, &self.expected, self.tolerance) {
             return Outcome::WrongAnswer(e);
         }
-        let timing = self.timing(request.cutoff_s);
+        let timing = self.timing(request.cutoff_s, request.confirm);
         // Already past the cutoff on the checked run: that run is its one timing. A candidate
         // 20 times slower than the best took three of its runs (checked, warm-up, timed), and on
         // an app-sized pipeline such candidates (an inlined scatter recomputed per point:
@@ -377,9 +377,12 @@ impl WorkerState {
     }
 
     /// How this worker times a candidate: the one timing routine `strata run` and
-    /// `strata compare` use, for the tuning run's minimum time, cut short past `cutoff_s`.
-    fn timing(&self, cutoff_s: Option<f64>) -> strata_jit::Timing {
-        let min_time = Duration::try_from_secs_f64(self.setup.min_time_s).unwrap_or_default();
+    /// `strata compare` use, for the tuning run's minimum time ([`CONFIRM_TIME_FACTOR`] times
+    /// it for a re-measurement), cut short past `cutoff_s`.
+    fn timing(&self, cutoff_s: Option<f64>, confirm: bool) -> strata_jit::Timing {
+        let factor = if confirm { CONFIRM_TIME_FACTOR } else { 1.0 };
+        let min_time =
+            Duration::try_from_secs_f64(self.setup.min_time_s * factor).unwrap_or_default();
         let cutoff = cutoff_s.and_then(|c| Duration::try_from_secs_f64(c).ok());
         strata_jit::Timing::for_at_least(min_time).with_cutoff(cutoff)
     }
@@ -395,6 +398,13 @@ fn timed_outcome(t: &strata_jit::Timings, compile_s: f64) -> Outcome {
         compile_s,
     }
 }
+
+/// How many times the run's minimum time a re-measurement is timed for. At the minimum time
+/// alone (50 ms by default), a 30 ms default schedule was timed three times, one batch, and
+/// one slow spell of the machine's made its confirmation 1.32x its search time and the
+/// run's speedup 1.32x too large; five times as long gives the steady median batches to
+/// choose from, for about a second more per run.
+pub const CONFIRM_TIME_FACTOR: f64 = 5.0;
 
 /// The timing of a candidate run once.
 fn one_run(seconds: f64, compile_s: f64) -> Outcome {

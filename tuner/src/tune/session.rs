@@ -19,8 +19,9 @@ use strata_schedule::Schedule;
 use strata_tuning_db::{Db, Measurement, Settings, Status, TuningKey};
 
 /// How many times its search measurement's time a re-measurement is budgeted (see
-/// [`Session::confirm_reserve`]).
-const CONFIRM_ALLOWANCE: u32 = 3;
+/// [`Session::confirm_reserve`]): it is timed five times as long
+/// (`worker::CONFIRM_TIME_FACTOR`), in a fresh worker.
+const CONFIRM_ALLOWANCE: u32 = 6;
 
 /// The most measurements of earlier runs the learned model is trained on (each is lowered
 /// again for its features: about a millisecond each for the example kernels).
