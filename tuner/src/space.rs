@@ -18,7 +18,7 @@ use rand::seq::IndexedRandom;
 use rand::Rng;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use strata_dsl::ir::{Expr, InputKind, Pipeline, Update, UpdateOp};
+use strata_dsl::ir::{Expr, InputKind, Pipeline, RVar, Update, UpdateOp};
 use strata_dsl::{BinOp, Dtype};
 use strata_jit::Backend;
 use strata_schedule::lift_reductions::{lift_reductions, Lifted};
@@ -113,10 +113,29 @@ pub struct StageShape {
     pub reduction: Vec<String>,
     /// The operand packing copies, for a contraction's update.
     pub pack: Option<Pack>,
+    /// How the register-tile seeds shape a contraction's tile (`None`: as for sgemm, rows
+    /// on the second innermost pure loop, the last reduction unrolled).
+    pub tile: Option<RegisterTile>,
     /// The reduction variable `rfactor` may split into parallel pieces: the innermost one of a
     /// full reduction (an update of the output whose every pure loop has extent 1, like a dot
     /// product's), which has no other loop to run in parallel, when it is an associative fold.
     pub rfactor: Option<String>,
+}
+
+/// The loops of a contraction `f(..) += a(..) * b(..)` a register tile is made of, beside
+/// its innermost pure loop (vectorized: the tile's columns). The rows are a pure dimension
+/// that only the operand not reading the innermost one reads: each row's accumulators then
+/// share one vector of the other operand, and each vector one broadcast of this one (sgemm's
+/// `i` of `A(i, k)`; conv2d's `f` of `weights(f, c, ky, kx)`, where the second innermost
+/// pure loop, `y`, would make every row load its own input vectors). The unrolled reduction
+/// is the last whose extent is not a constant under 4 (sgemm's `k`; conv2d's `c`: its `kx`,
+/// of 3, split by 2 leaves a guarded half iteration).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RegisterTile {
+    /// The pure dimension the tile's rows unroll.
+    pub rows: String,
+    /// The reduction dimension split by 2 and unrolled.
+    pub reduction: String,
 }
 
 /// What packing copies for a contraction `f(..) += a(..) * b(..)`: its strided operand, the
@@ -197,6 +216,7 @@ impl Space {
                 pure: f.vars.clone(),
                 reduction: Vec::new(),
                 pack: None,
+                tile: None,
                 rfactor: None,
             });
             for (i, u) in f.updates.iter().enumerate() {
@@ -217,6 +237,7 @@ impl Space {
                     func: f.name.clone(),
                     stage: StageRef::Update(i),
                     pack: strided_operand(u, &pure),
+                    tile: register_tile(u, &pure),
                     pure,
                     reduction,
                 });
@@ -224,7 +245,8 @@ impl Space {
         }
         let native_lanes = u32::from(backend.native_lanes(widest_dtype(pipeline))).max(1);
         let widths = vector_widths(backend, native_lanes);
-        let templates = templates(native_lanes, &widths);
+        let contraction = stages.iter().any(|s| s.tile.is_some());
+        let templates = templates(native_lanes, &widths, contraction);
         Space {
             lifted,
             funcs,
@@ -584,7 +606,8 @@ enum Template {
     Vector { width: u32, reductions: bool },
     /// Tile the two innermost pure dimensions `rows` x `cols`, vectorize `width` wide. As a
     /// `register` tile (multi-level tiling for a contraction): the reductions run outside the
-    /// tile, whose rows are unrolled, and the innermost reduction is split by 2 and unrolled.
+    /// tile, whose rows are unrolled, and a reduction is split by 2 and unrolled (the rows and
+    /// the reduction of the stage's `RegisterTile` when it has one).
     Tile {
         rows: u32,
         cols: u32,
@@ -601,8 +624,11 @@ enum Template {
 /// hide the latency on either backend. The second vector template is the widest other width,
 /// and the stencil tile uses the widest. For Cranelift (4 lanes, widths up to 16) these are
 /// the templates strata always had: vectorize 8 and 16, a 4x8 register tile, a 16x64 tile
-/// vectorized 16 wide.
-fn templates(native: u32, widths: &[u32]) -> Vec<Template> {
+/// vectorized 16 wide. A pipeline with a contraction (`contraction`) also gets an 8-row
+/// register tile one register wide: 8 accumulators again, each step one vector load and 8
+/// broadcasts (conv2d's hand schedule on Cranelift, 8 filters x 4 columns: its 4x8 tile was
+/// about 1.5x slower, and the 54 columns leave it a longer tail).
+fn templates(native: u32, widths: &[u32], contraction: bool) -> Vec<Template> {
     let widest = widths.iter().copied().max().unwrap_or(0);
     let pair = widths
         .iter()
@@ -616,7 +642,7 @@ fn templates(native: u32, widths: &[u32]) -> Vec<Template> {
         .filter(|&w| w > 0 && w != pair)
         .max()
         .unwrap_or(pair);
-    vec![
+    let mut templates = vec![
         Template::Vector {
             width: pair,
             reductions: true,
@@ -650,7 +676,17 @@ fn templates(native: u32, widths: &[u32]) -> Vec<Template> {
             register: true,
             pack: true,
         },
-    ]
+    ];
+    if contraction && widths.contains(&native) && native != pair {
+        templates.push(Template::Tile {
+            rows: 8,
+            cols: native,
+            width: native,
+            register: true,
+            pack: false,
+        });
+    }
+    templates
 }
 
 /// The vector widths (0 first: scalar) of `backend`'s space when its registers hold `native`
@@ -724,14 +760,21 @@ impl Template {
                 if pure >= 1 {
                     g.split[pure - 1] = index_of(&FACTORS, cols);
                 }
-                if pure >= 2 {
-                    g.split[pure - 2] = index_of(&FACTORS, rows);
+                let tile = shape.tile.as_ref().filter(|_| register);
+                let row_dim = tile
+                    .and_then(|t| shape.pure.iter().position(|d| *d == t.rows))
+                    .or(pure.checked_sub(2));
+                if let Some(d) = row_dim.filter(|&d| d + 1 < pure) {
+                    g.split[d] = index_of(&FACTORS, rows);
                 }
                 g.vector = index_of(widths, width);
                 if register && dims > pure {
+                    let unrolled = tile
+                        .and_then(|t| shape.reduction.iter().position(|r| *r == t.reduction))
+                        .map_or(dims - 1, |r| pure + r);
                     g.reduction_outside = true;
                     g.unroll = index_of(&UNROLLS, rows);
-                    g.split[dims - 1] = index_of(&FACTORS, 2);
+                    g.split[unrolled] = index_of(&FACTORS, 2);
                     g.unroll_reduction = true;
                 }
             }
@@ -834,6 +877,44 @@ fn strided_operand(update: &Update, pure: &[String]) -> Option<Pack> {
     })
 }
 
+/// The register tile of a contraction `update` with pure loops `pure` ([`RegisterTile`]),
+/// when its value is a product of two operands of which exactly one reads the innermost pure
+/// dimension, and the other reads another pure dimension the first does not.
+fn register_tile(update: &Update, pure: &[String]) -> Option<RegisterTile> {
+    let Expr::Binary(BinOp::Mul, a, b) = &update.value else {
+        return None;
+    };
+    let innermost = pure.last()?;
+    // `vector` is the operand read along the innermost loop, `broadcast` the other.
+    let (vector, broadcast) = match (reads(a, innermost), reads(b, innermost)) {
+        (true, false) => (a, b),
+        (false, true) => (b, a),
+        _ => return None,
+    };
+    let rows = pure
+        .iter()
+        .rev()
+        .find(|d| reads(broadcast, d) && !reads(vector, d))?;
+    let small = |r: &&RVar| match (&r.lo, &r.hi) {
+        (Expr::Const(lo), Expr::Const(hi)) => {
+            matches!((lo.as_i64(), hi.as_i64()), (Some(lo), Some(hi)) if hi - lo < 4)
+        }
+        _ => false,
+    };
+    let reduction = (update.rvars.iter().rev().find(|r| !small(r))).or(update.rvars.last())?;
+    (update.op == UpdateOp::Add).then(|| RegisterTile {
+        rows: rows.clone(),
+        reduction: reduction.name.clone(),
+    })
+}
+
+/// Whether `e` reads the pure or reduction variable `var`.
+fn reads(e: &Expr, var: &str) -> bool {
+    let mut found = false;
+    e.for_each(&mut |x| found |= matches!(x, Expr::Var(v) | Expr::RVar(v) if v == var));
+    found
+}
+
 /// The outer loop of a pure dimension after the stage's splits: `d_o`, or `d` unsplit.
 fn outer_loop(shape: &StageShape, g: &StageGenes, dim: &str) -> Option<String> {
     let at = shape.pure.iter().position(|d| d == dim)?;
@@ -892,6 +973,20 @@ fn stage_directives(shape: &StageShape, g: &StageGenes, widths: &[u32]) -> Vec<D
             .filter_map(|d| outer_loop(shape, g, d))
             .collect();
         outer.sort_by_key(|l| !packed.contains(l));
+    }
+    if g.unroll_reduction {
+        // The unrolled reduction's outer loop innermost of the outer ones: the loop around the
+        // unrolled body is then the long one (conv2d's `c_o`, 32 steps, not `kx`, 3), and the
+        // backends keep the tile's accumulators in registers across that loop. conv2d's 8x4
+        // tile ran 1.5x slower with `c_o` outside `ky` and `kx`.
+        if let Some(at) = red_inner
+            .last()
+            .and_then(|i| i.strip_suffix("_i"))
+            .and_then(|d| red_outer.iter().position(|o| *o == format!("{d}_o")))
+        {
+            let unrolled_outer = red_outer.remove(at);
+            red_outer.push(unrolled_outer);
+        }
     }
     let reductions: Vec<String> = red_outer.iter().chain(&red_inner).cloned().collect();
     let order: Vec<String> = if g.reduction_outside {

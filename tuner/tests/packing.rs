@@ -105,3 +105,63 @@ fn conv2d_seeds_pack_the_weights_filters_innermost() {
         );
     }
 }
+
+/// conv2d's register-tile seeds unroll rows of output channels (`f`: the rows share each
+/// input vector, as sgemm's rows of A share each vector of B), 4 or 8 of them, and split the
+/// channel reduction `c` by 2, not the 3-wide `kx` (a guarded half iteration), its outer loop
+/// innermost of the reductions; they compute the reference's answer. sgemm's tile is as it
+/// was: rows of `i`, `k` unrolled.
+#[test]
+fn register_tiles_take_rows_that_share_a_vector_and_a_wide_reduction() {
+    let tile_of = |name: &str| {
+        let space = Space::new(&example(name));
+        space.stages.iter().find_map(|s| s.tile.clone()).unwrap()
+    };
+    let conv = tile_of("conv2d");
+    assert_eq!((conv.rows.as_str(), conv.reduction.as_str()), ("f", "c"));
+    let sgemm = tile_of("matmul");
+    assert_eq!((sgemm.rows.as_str(), sgemm.reduction.as_str()), ("i", "k"));
+    assert!(Space::new(&example("blur3x3"))
+        .stages
+        .iter()
+        .all(|s| s.tile.is_none()));
+
+    let pipeline = example("conv2d_staged");
+    let space = Space::new(&pipeline);
+    let tiles: Vec<Schedule> = space
+        .seeds()
+        .into_iter()
+        .filter(|g| g.stages.iter().any(|s| s.unroll_reduction))
+        .map(|g| space.schedule(&g).unwrap())
+        .collect();
+    assert!(!tiles.is_empty());
+    let sizes = strata_dsl::sizes(&[("N", 1), ("C", 5), ("F", 7), ("H", 6), ("W", 11)]);
+    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(5);
+    let args = random_args(&pipeline, &sizes, &mut rng).unwrap();
+    let expected = evaluate(&pipeline, &args).unwrap();
+    let mut rows = std::collections::BTreeSet::new();
+    for schedule in &tiles {
+        let text = schedule.to_string();
+        let update = text
+            .lines()
+            .find(|l| l.starts_with("conv.update(0)"))
+            .unwrap();
+        for part in [
+            "split(f, f_o, f_i, ",
+            "split(c, c_o, c_i, 2)",
+            "unroll(c_i, 2)",
+        ] {
+            assert!(update.contains(part), "{part} in {text}");
+        }
+        // The loop around the unrolled body is the long `c_o`.
+        assert!(update.contains("ky, kx, c_o, c_i, f_i, x_i)"), "{text}");
+        assert!(
+            !update.contains("split(kx") && !update.contains("split(y"),
+            "{text}"
+        );
+        rows.insert(update.contains("split(f, f_o, f_i, 8)"));
+        let got = interpret(&lower(&pipeline, schedule).unwrap(), &args).unwrap();
+        agree(&got, &expected, 1e-4).unwrap_or_else(|e| panic!("{text}: {e}"));
+    }
+    assert_eq!(rows.len(), 2, "tiles of 4 rows and of 8");
+}

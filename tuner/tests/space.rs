@@ -86,9 +86,11 @@ fn cranelift_digest(make: impl Fn(&strata_dsl::Pipeline) -> Space) -> String {
 /// with proposals canonical (`schedule::canonical`: no directive that changes nothing), then
 /// ("956744e2...") with `Place::Slide` among the random placements (stored one loop out), then
 /// ("bfd42367...") with the model's pool ranked as genomes and validated best first (the pool
-/// no longer holds only legal schedules, so the model picks among slightly different ones).
+/// no longer holds only legal schedules, so the model picks among slightly different ones),
+/// then ("cfc80784...") with matmul's seeds including an 8x4 register tile (the template a
+/// pipeline with a contraction gets; softmax and blur have none).
 const CRANELIFT_PROPOSALS: &str =
-    "cfc807848970aa934c7ee009a21df0dd8b68c08271cdf566caf4e3d1e2cc7d6d";
+    "37a171d5faf9e7caad36caf5ed9469c14aa5f57e5730ffd785250f2c3172eff1";
 
 #[test]
 fn cranelift_proposes_what_it_proposed_before_backends() {
