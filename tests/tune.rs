@@ -1456,6 +1456,35 @@ fn the_time_budget_bounds_the_whole_run() {
     );
 }
 
+/// The pauses before measuring a disagreeing confirmation again (0.5 s, then 1.5 s, for each
+/// of up to six finalists) never outlast the time budget: each is cut to what is left.
+#[test]
+fn pauses_between_confirmations_stay_within_the_time_budget() {
+    let db = TempDb::new("budget-pauses");
+    let budget = 4.0;
+    let out = succeed(
+        strata()
+            .arg("tune")
+            .arg(kernel_file(MATMUL))
+            .args(["--shape", MATMUL_32, "--threads", "1", "--db"])
+            .arg(db.path())
+            .args(["--time", "4", "--min-time", "0.02", "--json"])
+            .env("STRATA_WORKER_FAULT", "unstable:("),
+    );
+    let summary: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let elapsed = summary["run"]["elapsed_s"].as_f64().unwrap();
+    assert!(
+        elapsed <= budget + 0.5,
+        "the run took {elapsed} s of a {budget} s budget"
+    );
+    let (_, ms) = runs(db.path()).remove(0);
+    assert!(
+        ms.iter()
+            .any(|m| m.remeasured && matches!(m.status, strata::tuning_db::Status::Unstable(_))),
+        "a confirmation disagreed, so a pause was due: {ms:?}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tuning records: nothing lost, nothing trusted blindly.
 
@@ -2344,6 +2373,10 @@ fn unstable_confirmations_are_repeated_flagged_and_never_win() {
         .filter(|m| m.status.is_ok() && !m.schedule.is_empty())
         .map(|m| m.schedule.as_str())
         .collect();
+    assert!(
+        timed.len() > 3,
+        "more than the three finalists to bring in: {timed:?}"
+    );
     assert_eq!(flagged.len(), timed.len().min(6), "{timed:?}");
     for m in &flagged {
         let strata::tuning_db::Status::Unstable(detail) = &m.status else {

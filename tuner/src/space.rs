@@ -836,12 +836,7 @@ fn full_reduction(pipeline: &Pipeline) -> bool {
 /// an operand read at bare variables, at least one a reduction variable: of two such, the one
 /// whose last index is one of the stage's `pure` variables (walked along a row by the tile).
 fn strided_operand(update: &Update, pure: &[String]) -> Option<Pack> {
-    let Expr::Binary(BinOp::Mul, a, b) = &update.value else {
-        return None;
-    };
-    if update.op != UpdateOp::Add {
-        return None;
-    }
+    let (a, b) = contraction_operands(update)?;
     let bare = |e: &Expr| match e {
         Expr::Call(call) => {
             let vars: Option<Vec<(String, bool)>> = (call.args.iter())
@@ -857,7 +852,7 @@ fn strided_operand(update: &Update, pure: &[String]) -> Option<Pack> {
         _ => None,
     };
     let candidates: Vec<(String, Vec<(String, bool)>)> =
-        [a, b].into_iter().filter_map(|e| bare(e)).collect();
+        [a, b].into_iter().filter_map(bare).collect();
     let row_walked =
         |(_, vars): &&(String, Vec<(String, bool)>)| vars.last().is_some_and(|(_, p)| *p);
     let (operand, vars) = candidates.iter().find(row_walked).or(candidates.last())?;
@@ -881,9 +876,7 @@ fn strided_operand(update: &Update, pure: &[String]) -> Option<Pack> {
 /// when its value is a product of two operands of which exactly one reads the innermost pure
 /// dimension, and the other reads another pure dimension the first does not.
 fn register_tile(update: &Update, pure: &[String]) -> Option<RegisterTile> {
-    let Expr::Binary(BinOp::Mul, a, b) = &update.value else {
-        return None;
-    };
+    let (a, b) = contraction_operands(update)?;
     let innermost = pure.last()?;
     // `vector` is the operand read along the innermost loop, `broadcast` the other.
     let (vector, broadcast) = match (reads(a, innermost), reads(b, innermost)) {
@@ -902,10 +895,18 @@ fn register_tile(update: &Update, pure: &[String]) -> Option<RegisterTile> {
         _ => false,
     };
     let reduction = (update.rvars.iter().rev().find(|r| !small(r))).or(update.rvars.last())?;
-    (update.op == UpdateOp::Add).then(|| RegisterTile {
+    Some(RegisterTile {
         rows: rows.clone(),
         reduction: reduction.name.clone(),
     })
+}
+
+/// The two operands of a contraction `f(..) += a * b`, if `update` is one.
+fn contraction_operands(update: &Update) -> Option<(&Expr, &Expr)> {
+    match &update.value {
+        Expr::Binary(BinOp::Mul, a, b) if update.op == UpdateOp::Add => Some((a, b)),
+        _ => None,
+    }
 }
 
 /// Whether `e` reads the pure or reduction variable `var`.
@@ -945,6 +946,9 @@ fn stage_directives(shape: &StageShape, g: &StageGenes, widths: &[u32]) -> Vec<D
         .iter()
         .map(|d| (d, true))
         .chain(shape.reduction.iter().map(|d| (d, false)));
+    // Where the last split reduction's outer loop is in `red_outer` (its inner loop is the one
+    // `unroll_reduction` unrolls).
+    let mut last_split_reduction = None;
     for ((dim, pure), &f) in dims.zip(&g.split) {
         let factor = FACTORS[f as usize % FACTORS.len()];
         let (o, i) = (format!("{dim}_o"), format!("{dim}_i"));
@@ -953,6 +957,9 @@ fn stage_directives(shape: &StageShape, g: &StageGenes, widths: &[u32]) -> Vec<D
         } else {
             (&mut red_outer, &mut red_inner)
         };
+        if factor > 1 && !pure {
+            last_split_reduction = Some(outer_list.len());
+        }
         if factor > 1 {
             out.push(Directive::Split {
                 var: dim.clone(),
@@ -974,19 +981,13 @@ fn stage_directives(shape: &StageShape, g: &StageGenes, widths: &[u32]) -> Vec<D
             .collect();
         outer.sort_by_key(|l| !packed.contains(l));
     }
-    if g.unroll_reduction {
+    if let Some(at) = last_split_reduction.filter(|_| g.unroll_reduction) {
         // The unrolled reduction's outer loop innermost of the outer ones: the loop around the
         // unrolled body is then the long one (conv2d's `c_o`, 32 steps, not `kx`, 3), and the
         // backends keep the tile's accumulators in registers across that loop. conv2d's 8x4
         // tile ran 1.5x slower with `c_o` outside `ky` and `kx`.
-        if let Some(at) = red_inner
-            .last()
-            .and_then(|i| i.strip_suffix("_i"))
-            .and_then(|d| red_outer.iter().position(|o| *o == format!("{d}_o")))
-        {
-            let unrolled_outer = red_outer.remove(at);
-            red_outer.push(unrolled_outer);
-        }
+        let unrolled_outer = red_outer.remove(at);
+        red_outer.push(unrolled_outer);
     }
     let reductions: Vec<String> = red_outer.iter().chain(&red_inner).cloned().collect();
     let order: Vec<String> = if g.reduction_outside {

@@ -107,7 +107,8 @@ pub struct Request {
     /// Stop timing early when the first run is this many seconds or slower (a candidate far
     /// slower than the best so far).
     pub cutoff_s: Option<f64>,
-    /// This is a re-measurement at the run's end (the fault `unstable` acts only on these).
+    /// This is a re-measurement at the run's end: timed [`CONFIRM_TIME_FACTOR`] times as long
+    /// (and the fault `unstable` acts only on these).
     #[serde(default)]
     pub confirm: bool,
 }
